@@ -1,0 +1,18 @@
+"""What the RabbitMQ plugin can do, and what a peek costs on it."""
+
+from __future__ import annotations
+
+from tqadmin.plugin.capabilities import Capabilities, Operation
+
+PEEK_COST = (
+    "RabbitMQ has no non-destructive read: peek gets and requeues, which moves the messages to the back "
+    "of the line they held, marks them redelivered, and counts a delivery"
+)
+
+CAPABILITIES = Capabilities(
+    supported=frozenset(Operation),
+    peek_cost=PEEK_COST,
+    rates=True,
+    oldest_message_age=True,
+    alarms=True,
+)

@@ -1,0 +1,100 @@
+"""Open pika connections with the user's URL options and translate pika's failures into our error tree.
+
+One connection per thread (pika's BlockingConnection is not thread-safe). Every error message names the
+endpoint with its credentials masked and says what to check.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pika
+import pika.exceptions as pe
+
+from tqadmin.errors import (
+    Blocked,
+    BrokerError,
+    ConnectError,
+    ConnectTimeout,
+    Nacked,
+    NotAuthorized,
+    QueueNotFound,
+    TqadminError,
+    Unreachable,
+    Unroutable,
+)
+from tqadmin.masking import mask_url
+
+
+def connection_parameters(url: str, timeout_s: float) -> pika.URLParameters:
+    """pika parameters from the URL (so ``?heartbeat=5`` and the like apply), our timeouts as defaults."""
+    params = pika.URLParameters(url)
+    query = url.partition("?")[2]
+    if "socket_timeout" not in query:
+        params.socket_timeout = timeout_s
+    if "connection_attempts" not in query:
+        params.connection_attempts = 1
+    if "blocked_connection_timeout" not in query:
+        params.blocked_connection_timeout = timeout_s
+    params.stack_timeout = timeout_s
+    params.client_properties = {"connection_name": "tqadmin"}
+    return params
+
+
+def connect(url: str, timeout_s: float) -> pika.BlockingConnection:
+    """A blocking connection, or a :class:`ConnectError` that names the masked endpoint."""
+    try:
+        return pika.BlockingConnection(connection_parameters(url, timeout_s))
+    except Exception as exc:
+        raise translate(exc, url) from None
+
+
+@contextmanager
+def translated(url: str, queue: str | None = None) -> Iterator[None]:
+    """Run a block, turning pika and socket errors into :mod:`tqadmin.errors`."""
+    try:
+        yield
+    except TqadminError:
+        raise
+    except Exception as exc:
+        raise translate(exc, url, queue) from None
+
+
+def translate(exc: BaseException, url: str, queue: str | None = None) -> TqadminError:
+    """Map one pika (or socket) exception to the error whose exit code INTERFACE.md gives it."""
+    where = f"RabbitMQ at {mask_url(url)}"
+    if isinstance(
+        exc, pe.ProbableAuthenticationError | pe.AuthenticationError | pe.ProbableAccessDeniedError
+    ):
+        return NotAuthorized(f"{where} refused the login: check the user and password in the broker URL")
+    if isinstance(exc, pe.ConnectionBlockedTimeout):
+        return Blocked(f"{where} blocks publishers (a memory or disk alarm): see `tqadmin queues` for alarms")
+    if isinstance(exc, pe.UnroutableError):
+        return Unroutable(f"{where} returned a message as unroutable: no queue is bound for its routing key")
+    if isinstance(exc, pe.NackError):
+        return Nacked(f"{where} nacked a message: it was not stored (queue full or broker error)")
+    if isinstance(exc, pe.ChannelClosedByBroker):
+        if exc.reply_code == 404:
+            name = f"queue {queue!r}" if queue else "the queue or exchange"
+            return QueueNotFound(f"{name} does not exist on {where} ({exc.reply_text})")
+        if exc.reply_code == 403:
+            return NotAuthorized(f"{where} denied access: {exc.reply_text}; check the user's permissions")
+        return BrokerError(f"{where} closed the channel: {exc.reply_code} {exc.reply_text}")
+    if isinstance(exc, pe.ConnectionClosedByBroker):
+        if exc.reply_code in (403, 530):
+            return NotAuthorized(
+                f"{where} refused access: {exc.reply_text}; check the user, password and vhost"
+            )
+        return ConnectError(f"{where} closed the connection: {exc.reply_code} {exc.reply_text}")
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return ConnectTimeout(f"{where} did not answer in time: check the host, port and firewall")
+    if isinstance(exc, pe.AMQPConnectionError | OSError | pe.StreamLostError):
+        detail = str(exc) or type(exc).__name__
+        return Unreachable(
+            f"cannot connect to {where} ({detail}): is it running, and are host and port right?"
+        )
+    if isinstance(exc, pe.AMQPError):
+        return BrokerError(f"{where}: {type(exc).__name__} {exc}")
+    return BrokerError(f"{where}: unexpected {type(exc).__name__}: {exc}")

@@ -1,0 +1,48 @@
+"""Derive what we connect to from an ``amqp://`` URL: the vhost, and the management API's URL and login.
+
+INTERFACE.md: the management API defaults to ``http://<host>:15672/`` and, when its own URL carries no
+credentials, uses the broker URL's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+DEFAULT_MANAGEMENT_PORT = 15672
+
+
+@dataclass(frozen=True, slots=True)
+class ManagementEndpoint:
+    base_url: str  # without credentials, ending in '/'
+    username: str
+    password: str
+
+
+def vhost_of(amqp_url: str) -> str:
+    """The vhost an AMQP URL names; an empty path is the default vhost ``/``."""
+    path = urlsplit(amqp_url).path
+    return unquote(path[1:]) if len(path) > 1 else "/"
+
+
+def management_endpoint(amqp_url: str, management_url: str | None) -> ManagementEndpoint:
+    broker = urlsplit(amqp_url)
+    username = unquote(broker.username) if broker.username else "guest"
+    password = unquote(broker.password) if broker.password else "guest"
+    if management_url:
+        api = urlsplit(management_url)
+        if api.username:
+            username = unquote(api.username)
+            password = unquote(api.password or "")
+        host = api.hostname or "127.0.0.1"
+        port = f":{api.port}" if api.port else ""
+        scheme = api.scheme or "http"
+        path = api.path if api.path.endswith("/") else api.path + "/"
+    else:
+        host = broker.hostname or "127.0.0.1"
+        port = f":{DEFAULT_MANAGEMENT_PORT}"
+        scheme = "https" if broker.scheme == "amqps" else "http"
+        path = "/"
+    if ":" in host:
+        host = f"[{host}]"
+    return ManagementEndpoint(urlunsplit((scheme, f"{host}{port}", path, "", "")), username, password)

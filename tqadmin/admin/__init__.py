@@ -1,0 +1,1 @@
+"""Admin actions written once over the plugin contract: filters, transfers, purge, export, audit."""

@@ -1,0 +1,72 @@
+"""``--filter EXPR``: match messages on the job's fields and on headers.
+
+``task_type=resize_image,reason=max_retries,error~Timeout`` is three terms joined by AND. ``=`` is equality
+of the value's text, ``~`` a case-insensitive substring, ``!=`` and ``!~`` their negations. ``reason``,
+``error``, ``attempts``, ``original_queue`` and ``replays`` are short for the ``x-tq-*`` headers; any other
+name is looked up in the job body first, then in the headers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tqadmin.errors import UsageError
+from tqadmin.plugin.models import Message
+
+ALIASES = {
+    "reason": "x-tq-reason",
+    "error": "x-tq-error",
+    "attempts": "x-tq-attempts",
+    "original_queue": "x-tq-original-queue",
+    "replays": "x-tq-replays",
+}
+_TERM = re.compile(r"^\s*(?P<field>[A-Za-z0-9_.\-]+)\s*(?P<op>!=|!~|=|~)\s*(?P<value>.*?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    field: str
+    op: str
+    value: str
+
+    def matches(self, message: Message, job: dict[str, Any] | None) -> bool:
+        found = lookup(self.field, message, job)
+        text = "" if found is None else str(found)
+        if self.op in ("=", "!="):
+            hit = found is not None and text == self.value
+        else:
+            hit = found is not None and self.value.lower() in text.lower()
+        return hit if not self.op.startswith("!") else not hit
+
+
+def lookup(field: str, message: Message, job: dict[str, Any] | None) -> Any:
+    """The value of ``field`` for this message: an alias's header, a job field, or a header."""
+    if field in ALIASES:
+        return message.headers.get(ALIASES[field])
+    if job is not None and field in job:
+        return job[field]
+    return message.headers.get(field)
+
+
+def parse_filter(expression: str | None) -> Callable[[Message], bool]:
+    """Compile ``expression`` into a predicate; ``None`` or empty matches everything."""
+    if not expression or not expression.strip():
+        return lambda _message: True
+    terms = []
+    for raw in expression.split(","):
+        match = _TERM.match(raw)
+        if match is None:
+            raise UsageError(
+                f"bad filter term {raw.strip()!r}: write FIELD=VALUE, FIELD~TEXT, FIELD!=VALUE or FIELD!~TEXT"
+                " joined by commas (for example task_type=resize_image,error~Timeout)"
+            )
+        terms.append(Term(match["field"], match["op"], match["value"]))
+
+    def predicate(message: Message) -> bool:
+        job = message.job()
+        return all(term.matches(message, job) for term in terms)
+
+    return predicate

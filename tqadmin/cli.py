@@ -1,0 +1,151 @@
+"""The ``tqadmin`` command: global options, dispatch to one module per command, errors to exit codes.
+
+Global options are accepted before or after the command name (``tqadmin --json queues`` and
+``tqadmin queues --json``): they are declared on the root parser and again on every sub-parser with
+``SUPPRESS`` defaults, so a value given after the command overrides one given before it and an absent one
+leaves it alone. Command modules are imported only when run, so ``--help`` never pays for pika or Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Protocol, cast
+
+from tqadmin import config
+from tqadmin.commands.context import CommandContext
+from tqadmin.errors import ExitCode, TqadminError
+from tqadmin.masking import mask_text
+
+# name -> (module under tqadmin.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ui": ("ui", "open the dashboard (the default)"),
+    "demo": ("demo", "run the whole pipeline with injected failures and open the dashboard"),
+    "queues": ("queues", "queues with depth, rates, oldest-message age and dead-letter queue"),
+    "peek": ("peek", "look at messages without consuming them"),
+    "dead-letters": ("dead_letters", "why messages died, grouped with counts"),
+    "move": ("move", "move messages between queues; each copy confirmed before the original is acked"),
+    "replay": ("replay", "send dead-lettered messages back to their original queue"),
+    "purge": ("purge", "drop every message of a queue (asks for the queue name)"),
+    "export": ("export", "write a queue's messages to a JSONL file without consuming them"),
+    "import": ("import_", "publish the messages of a JSONL file to a queue"),
+    "delete": ("delete", "delete one message, found by job id"),
+    "publish": ("publish", "publish jobs durably with confirms"),
+    "worker": ("worker", "run the reference worker"),
+    "cron": ("cron", "run the distributed cron"),
+    "schedules": ("schedules", "cron schedules with next and last fire and the current leader"),
+    "workers": ("workers", "live and dead workers with heartbeat age and current job"),
+    "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
+}
+
+
+class CommandModule(Protocol):
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, ctx: CommandContext) -> int: ...
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("global options")
+    group.add_argument("--profile", default=default(None), help="profile from the config file")
+    group.add_argument("--broker", dest="broker_url", default=default(None), metavar="URL", help="broker URL")
+    group.add_argument(
+        "--management-url", default=default(None), metavar="URL", help="RabbitMQ management API"
+    )
+    group.add_argument(
+        "--store", dest="store_url", default=default(None), metavar="URL", help="state store URL"
+    )
+    group.add_argument(
+        "--config", dest="config_path", default=default(None), metavar="FILE", help="config file"
+    )
+    group.add_argument("--read-only", action="store_true", default=default(False), help="refuse every write")
+    group.add_argument("--json", action="store_true", default=default(False), help="print one JSON document")
+    group.add_argument(
+        "--timeout",
+        dest="timeout_s",
+        type=_positive_float,
+        default=default(None),
+        metavar="S",
+        help="seconds for each broker or API call (default 10)",
+    )
+    group.add_argument(
+        "-v", "--verbose", action="store_true", default=default(False), help="tracebacks, debug"
+    )
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors, which is our usage exit code too; keep its message to one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tqadmin", description="The terminal for task queues on fire.")
+    _add_global_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        _load(module_name).configure(command_parser)
+        _add_global_options(command_parser, suppress=True)
+    return parser
+
+
+def _load(module_name: str) -> CommandModule:
+    return cast(CommandModule, importlib.import_module(f"tqadmin.commands.{module_name}"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "ui"])
+    verbose = bool(args.verbose)
+    try:
+        settings = config.resolve(
+            config.Overrides(
+                profile=args.profile,
+                broker_url=args.broker_url,
+                management_url=args.management_url,
+                store_url=args.store_url,
+                config_path=args.config_path,
+                read_only=args.read_only,
+                timeout_s=args.timeout_s,
+                verbose=verbose,
+            )
+        )
+        ctx = CommandContext(settings=settings, json_output=bool(args.json))
+        module_name = COMMANDS[args.command][0]
+        return _load(module_name).run(args, ctx)
+    except TqadminError as exc:
+        if verbose:
+            traceback.print_exc()
+        print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("tqadmin: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if verbose:
+            traceback.print_exc()
+        detail = mask_text(f"{type(exc).__name__}: {exc}")
+        print(f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v", file=sys.stderr)
+        return int(ExitCode.INTERNAL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

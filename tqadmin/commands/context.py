@@ -1,0 +1,99 @@
+"""What every command gets: resolved settings, output mode, and helpers to connect and to audit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tqadmin import audit
+from tqadmin.config import Settings
+from tqadmin.errors import ExitCode
+from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
+from tqadmin.plugin.models import ActionReport
+from tqadmin.plugin.registry import plugin_for_url
+
+
+@dataclass(slots=True)
+class CommandContext:
+    settings: Settings
+    json_output: bool = False
+
+    def broker_config(self) -> BrokerConfig:
+        s = self.settings
+        return BrokerConfig(url=s.broker_url, management_url=s.management_url, timeout_s=s.timeout_s)
+
+    def plugin(self) -> BrokerPlugin:
+        return plugin_for_url(self.settings.broker_url)
+
+    def admin(self) -> BrokerAdmin:
+        """Connect the admin face of the configured broker."""
+        return self.plugin().admin(self.broker_config())
+
+    def emit(self, document: dict[str, Any], human: Callable[[], str]) -> None:
+        """Print ``document`` as JSON with ``--json``, otherwise the human rendering."""
+        if self.json_output:
+            print(json.dumps(document, default=str))
+        else:
+            text = human()
+            if text:
+                print(text)
+
+    def progress(self, text: str) -> None:
+        """Progress goes to stderr so that stdout stays one parseable document."""
+        print(text, file=sys.stderr, flush=True)
+
+    def finish(self, report: ActionReport) -> int:
+        """Audit, print and pick the exit code of an admin action."""
+        outcome = "dry_run" if report.dry_run else ("ok" if report.complete else "partial")
+        audit.append(
+            self.settings.audit_log,
+            profile=self.settings.profile,
+            action=report.action,
+            target=report.target or report.source,
+            count=report.count,
+            outcome=outcome,
+            extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
+        )
+        self.emit(report.to_json(), lambda: describe_report(report))
+        return int(ExitCode.OK if report.complete else ExitCode.PARTIAL)
+
+
+def describe_report(report: ActionReport) -> str:
+    parts = [f"{report.action}:"]
+    if report.source:
+        parts.append(report.source)
+    if report.target:
+        parts.append(f"-> {report.target}")
+    figures = [f"matched {report.matched}"]
+    if report.action == "purge":
+        figures.append(f"purged {report.purged}")
+    else:
+        figures.append(f"moved {report.moved}")
+    figures.append(f"failed {report.failed}")
+    line = (
+        " ".join(parts) + " " + ", ".join(figures) + (" (dry run: nothing changed)" if report.dry_run else "")
+    )
+    if report.not_done:
+        line += "\nnot done:\n  " + "\n  ".join(report.not_done)
+    return line
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain aligned text table; numbers right-aligned, ``None`` shown as '-'."""
+    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
+
+    def fmt(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
+        )
+
+    return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
+
+
+def _is_number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))

@@ -1,0 +1,65 @@
+"""``tqadmin queues``: every queue's figures in one poll."""
+
+from __future__ import annotations
+
+import argparse
+
+from tqadmin.commands.context import CommandContext, table
+from tqadmin.plugin.models import QueueListing
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--filter", dest="name_filter", metavar="TEXT", help="only queues whose name contains TEXT"
+    )
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    with ctx.admin() as admin:
+        listing = admin.list_queues()
+    queues = [q for q in listing.queues if not args.name_filter or args.name_filter in q.name]
+    document = {
+        "queues": [q.to_json() for q in queues],
+        "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
+    }
+    ctx.emit(document, lambda: render(QueueListing(tuple(queues), listing.alarms, listing.broker)))
+    return 0
+
+
+def render(listing: QueueListing) -> str:
+    lines = [f"ALARM {a.kind} on {a.node} {a.detail}".rstrip() for a in listing.alarms]
+    rows = [
+        (
+            q.name,
+            q.ready,
+            q.unacked,
+            q.messages,
+            q.consumers,
+            _rate(q.publish_rate),
+            _rate(q.deliver_rate),
+            _rate(q.ack_rate),
+            None if q.oldest_age_s is None else f"{q.oldest_age_s:.1f}s",
+            q.dlq,
+            q.dlq_messages,
+        )
+        for q in listing.queues
+    ]
+    headers = (
+        "QUEUE",
+        "READY",
+        "UNACKED",
+        "TOTAL",
+        "CONSUMERS",
+        "PUB/S",
+        "DELIV/S",
+        "ACK/S",
+        "OLDEST",
+        "DLQ",
+        "DLQ MSGS",
+    )
+    lines.append(table(headers, rows) if rows else "no queues")
+    return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}"

@@ -1,0 +1,143 @@
+"""The broker plugin contract: one plugin, two faces (admin for the TUI/CLI, transport for the pipeline).
+
+Plugins live in their own top-level packages and are found through the ``tqadmin.brokers`` entry-point group
+(see :mod:`tqadmin.plugin.registry`), the same way Harlequin finds its database adapters. This module imports
+no driver: a plugin imports pika, redis or boto3 inside its own package and translates their exceptions into
+:mod:`tqadmin.errors` at its boundary.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar, Self
+
+from tqadmin.errors import NotSupported
+from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.models import ActionReport, Message, PeekResult, QueueListing
+
+if TYPE_CHECKING:
+    from tqadmin.plugin.transport import BrokerTransport
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Where and how a plugin connects. ``url`` may carry credentials: never print it unmasked."""
+
+    url: str
+    management_url: str | None = None
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A message taken from a queue but not yet acknowledged; ``token`` is the plugin's own handle."""
+
+    message: Message
+    token: object
+
+
+class TransferSession(ABC):
+    """Primitives for moving messages safely, on which :mod:`tqadmin.admin` builds move, replay, export,
+    purge-with-backup and delete once for every broker.
+
+    The rule the contract exists for: a message is acknowledged (removed) only after its copy is confirmed
+    by the broker. A delivery fetched and not yet acked or released stays invisible to this session (it is
+    never fetched twice), and everything not acked when the session closes goes back to its queue.
+    """
+
+    @abstractmethod
+    def count_at_start(self) -> int:
+        """How many messages the queue held when the session opened: the most it will fetch, so that a
+        producer feeding the queue while we drain it is not chased forever."""
+
+    @abstractmethod
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        """Up to ``limit`` more deliveries, oldest first; an empty result means the queue is drained."""
+
+    @abstractmethod
+    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+        """Publish each ``(queue, message)`` persistently and return once the broker confirmed all of them.
+
+        Raises :class:`~tqadmin.errors.Unroutable` or :class:`~tqadmin.errors.Nacked` when any copy was not
+        taken; then none of the originals may be acked.
+        """
+
+    @abstractmethod
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        """Remove these deliveries from the source queue for good."""
+
+    @abstractmethod
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        """Put these deliveries back in their queue, in their original position where the broker can."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release whatever was fetched and not acked, then disconnect."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class BrokerAdmin(ABC):
+    """The admin face: what the TUI polls and the CLI's admin commands call."""
+
+    capabilities: ClassVar[Capabilities]
+
+    @abstractmethod
+    def list_queues(self) -> QueueListing:
+        """Every queue with its figures and the broker's alarms, in one or a few broker calls."""
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        """Look at up to ``count`` messages without consuming them; the result says what the look cost."""
+        raise NotSupported(self.capabilities.why_not(Operation.PEEK))
+
+    def open_transfer(self, queue: str) -> TransferSession:
+        """A session to take messages from ``queue`` safely (move, replay, export, purge with backup)."""
+        raise NotSupported(self.capabilities.why_not(Operation.MOVE))
+
+    def purge(self, queue: str) -> int:
+        """Drop every message of ``queue`` on the broker side; returns how many were dropped."""
+        raise NotSupported(self.capabilities.why_not(Operation.PURGE))
+
+    def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
+        """Move without a client in the data path (a RabbitMQ shovel); ``None`` when not available here."""
+        return None
+
+    def queue_exists(self, queue: str) -> bool:
+        """Whether ``queue`` exists; the default looks it up in :meth:`list_queues`."""
+        return any(q.name == queue for q in self.list_queues().queues)
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most plugins hold a connection to close
+        """Close connections held by this admin."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class BrokerPlugin(ABC):
+    """What an entry point in ``tqadmin.brokers`` names: a factory for both faces of one broker."""
+
+    name: ClassVar[str]
+    schemes: ClassVar[tuple[str, ...]]
+    capabilities: ClassVar[Capabilities]
+
+    @abstractmethod
+    def admin(self, config: BrokerConfig) -> BrokerAdmin:
+        """A connected admin face; raises :class:`~tqadmin.errors.ConnectError` when unreachable."""
+
+    def transport(self, config: BrokerConfig) -> BrokerTransport:
+        """The pipeline face (publish, consume, retry, dead-letter)."""
+        raise NotSupported(f"the {self.name} plugin has no transport face yet")

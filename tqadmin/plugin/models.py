@@ -1,0 +1,211 @@
+"""Values that cross the plugin boundary: immutable, driver-free, JSON-ready.
+
+Field names match the ``--json`` keys of INTERFACE.md so that commands serialise these without a mapping
+layer, and the TUI reads the same values the CLI prints.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Headers tqadmin writes on dead-lettered and replayed messages (INTERFACE.md, "Jobs").
+HEADER_REASON = "x-tq-reason"
+HEADER_ERROR = "x-tq-error"
+HEADER_ATTEMPTS = "x-tq-attempts"
+HEADER_ORIGINAL_QUEUE = "x-tq-original-queue"
+HEADER_FIRST_SEEN = "x-tq-first-seen"
+HEADER_DEAD_LETTERED_AT = "x-tq-dead-lettered-at"
+HEADER_REPLAYS = "x-tq-replays"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """One queue's figures at one poll. ``None`` means the broker does not report that figure."""
+
+    name: str
+    messages: int
+    ready: int
+    unacked: int
+    consumers: int
+    publish_rate: float | None = None
+    deliver_rate: float | None = None
+    ack_rate: float | None = None
+    oldest_age_s: float | None = None
+    dlq: str | None = None
+    dlq_messages: int | None = None
+    state: str = "running"
+    kind: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "messages": self.messages,
+            "ready": self.ready,
+            "unacked": self.unacked,
+            "consumers": self.consumers,
+            "publish_rate": self.publish_rate,
+            "deliver_rate": self.deliver_rate,
+            "ack_rate": self.ack_rate,
+            "oldest_age_s": self.oldest_age_s,
+            "dlq": self.dlq,
+            "dlq_messages": self.dlq_messages,
+            "state": self.state,
+            "type": self.kind,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Alarm:
+    """A broker-wide condition that blocks or endangers publishing (memory or disk alarm, node down)."""
+
+    node: str
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueListing:
+    """The result of one poll: every queue, plus the broker-wide alarms seen in the same call."""
+
+    queues: tuple[QueueStats, ...]
+    alarms: tuple[Alarm, ...] = ()
+    broker: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message as stored by the broker: body bytes untouched, headers and properties as plain data.
+
+    ``id`` is the job id (the AMQP ``message_id`` or the job's ``id`` field) when one is known.
+    """
+
+    body: bytes
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    redelivered: bool = False
+    routing_key: str = ""
+    exchange: str = ""
+
+    def job(self) -> dict[str, Any] | None:
+        """The body parsed as a JSON object, or ``None`` when it is not one."""
+        try:
+            value = json.loads(self.body)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSONL export form: UTF-8 text bodies as text, anything else base64, so bytes round-trip."""
+        try:
+            body: str = self.body.decode("utf-8")
+            encoding = "utf-8"
+        except UnicodeDecodeError:
+            body = base64.b64encode(self.body).decode("ascii")
+            encoding = "base64"
+        return {
+            "id": self.id,
+            "body": body,
+            "body_encoding": encoding,
+            "headers": _jsonable(dict(self.headers)),
+            "properties": _jsonable(dict(self.properties)),
+            "redelivered": self.redelivered,
+            "routing_key": self.routing_key,
+            "exchange": self.exchange,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Message:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` with a readable reason on a bad line."""
+        if not isinstance(data, Mapping) or "body" not in data:
+            raise ValueError("each line must be a JSON object with a 'body'")
+        encoding = data.get("body_encoding", "utf-8")
+        raw = data["body"]
+        if not isinstance(raw, str):
+            raise ValueError("'body' must be a string")
+        if encoding == "base64":
+            body = base64.b64decode(raw, validate=True)
+        elif encoding == "utf-8":
+            body = raw.encode("utf-8")
+        else:
+            raise ValueError(f"unknown body_encoding {encoding!r}")
+        headers = data.get("headers") or {}
+        properties = data.get("properties") or {}
+        if not isinstance(headers, Mapping) or not isinstance(properties, Mapping):
+            raise ValueError("'headers' and 'properties' must be objects")
+        message_id = data.get("id")
+        return cls(
+            body=body,
+            headers=dict(headers),
+            properties=dict(properties),
+            id=str(message_id) if message_id is not None else None,
+            redelivered=bool(data.get("redelivered", False)),
+            routing_key=str(data.get("routing_key", "")),
+            exchange=str(data.get("exchange", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PeekResult:
+    """Messages looked at without consuming them, and what the look cost on this broker."""
+
+    queue: str
+    messages: tuple[Message, ...]
+    cost: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionReport:
+    """The outcome of an admin action, printed as the ``--json`` document and written to the audit log."""
+
+    action: str
+    source: str | None = None
+    target: str | None = None
+    matched: int = 0
+    moved: int = 0
+    purged: int = 0
+    failed: int = 0
+    dry_run: bool = False
+    not_done: tuple[str, ...] = ()
+    detail: str = ""
+
+    @property
+    def count(self) -> int:
+        return self.moved or self.purged or self.matched
+
+    @property
+    def complete(self) -> bool:
+        return self.failed == 0 and not self.not_done
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"action": self.action, "source": self.source, "target": self.target}
+        doc.update(matched=self.matched, moved=self.moved, failed=self.failed, dry_run=self.dry_run)
+        if self.action == "purge":
+            doc["purged"] = self.purged
+        if self.not_done:
+            doc["not_done"] = list(self.not_done)
+        if self.detail:
+            doc["detail"] = self.detail
+        return doc
+
+
+def _jsonable(value: Any) -> Any:
+    """Headers may hold bytes, datetimes or decimals (AMQP field tables); make them JSON values."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"$base64": base64.b64encode(value).decode("ascii")}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
