@@ -1,0 +1,1 @@
+"""The state store: its contract (idempotency, heartbeats, leader lease) and implementations."""
