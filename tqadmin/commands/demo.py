@@ -1,16 +1,156 @@
-"""`tqadmin demo`: not built yet."""
+"""`tqadmin demo`: the whole pipeline on the configured brokers with failures injected, on screen or headless.
+
+Everything heavy (pika, redis, Textual) is imported only once the command runs, and the brokers are checked
+before any process starts, so a missing RabbitMQ or Redis is one line saying what to start (exit 3).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 
+from tqadmin.cli import _positive_float
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.layout import plan
+from tqadmin.demo.orchestrator import (
+    Demo,
+    WorkerOptions,
+    default_log_dir,
+    stop_on_signals,
+    worker_commands,
+    worker_env,
+)
+from tqadmin.demo.processes import Supervisor
+from tqadmin.demo.traffic import Traffic
+from tqadmin.errors import ExitCode, UsageError
+
+HEADLESS_DURATION_S = 30.0
+PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--no-ui", action="store_true", help="run headless and print a summary at the end")
+    parser.add_argument(
+        "--duration",
+        type=_positive_float,
+        metavar="S",
+        help=f"seconds to run (default {HEADLESS_DURATION_S:.0f} with --no-ui, else until you quit the UI)",
+    )
+    parser.add_argument("--workers", type=_count, default=4, metavar="N", help="worker processes (default 4)")
+    parser.add_argument("--rate", type=_positive_float, default=10.0, metavar="R", help="jobs a second (10)")
+    parser.add_argument(
+        "--failure-rate",
+        type=_fraction,
+        default=0.1,
+        metavar="F",
+        help="share of runs that fail, 0 to 1 (default 0.1); a fifth of them fatally",
+    )
+    parser.add_argument(
+        "--queue-prefix",
+        type=_prefix,
+        default="demo",
+        metavar="P",
+        help="queue names start with P. (default demo: demo.images, demo.emails, ...)",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="seed of the injected failures and the traffic")
+    parser.add_argument(
+        "--concurrency", type=_count, default=4, metavar="N", help="jobs each worker runs at once (4)"
+    )
+    parser.add_argument(
+        "--job-timeout", type=_positive_float, default=2.0, metavar="S", help="the workers' --job-timeout (2)"
+    )
+    parser.add_argument(
+        "--drain",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="at the end, seconds to let the workers finish what is queued (default 15)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    settings = ctx.settings
+    settings.require_writable("demo")
+    app_class = None if args.no_ui else _dashboard()
+    layout = plan(args.queue_prefix, args.workers)
+    chaos = Chaos(failure_rate=args.failure_rate, seed=args.seed, slow_s=args.job_timeout + 1.0)
+
+    from tqadmin.demo.wiring import connect
+
+    wiring = connect(ctx, layout)
+    log_dir = default_log_dir(args.queue_prefix)
+    urls = {
+        "TQADMIN_BROKER_URL": settings.broker_url,
+        "TQADMIN_MANAGEMENT_URL": settings.management_url,
+        "TQADMIN_STORE_URL": settings.store_url,
+    }
+    options = WorkerOptions(concurrency=args.concurrency, job_timeout_s=args.job_timeout)
+    supervisor = Supervisor(worker_commands(layout, options), worker_env(os.environ, urls, chaos), log_dir)
+    demo = Demo(
+        layout,
+        wiring,
+        supervisor,
+        Traffic(layout, wiring.sink_factory, args.rate, args.seed),
+        failure_rate=args.failure_rate,
+        drain_s=args.drain,
+        log_dir=log_dir,
+        progress=lambda text: ctx.progress(f"demo: {text}"),
+    )
+    if app_class is None:
+        duration = args.duration or HEADLESS_DURATION_S
+        ctx.progress(
+            f"demo: {len(layout.worker_queues)} worker(s) on {', '.join(layout.queues)}, "
+            f"{args.rate:g} jobs/s for {duration:g} s (Ctrl-C stops early); worker logs in {log_dir}"
+        )
+        with stop_on_signals(demo):
+            try:
+                demo.start()
+                demo.wait(duration)
+            finally:
+                summary = demo.finish()
+    else:
+        from tqadmin.demo.dashboard import run_with_dashboard
+
+        with stop_on_signals(demo):
+            summary = run_with_dashboard(demo, app_class, args.duration, urls)
+    ctx.emit(summary.to_json(), summary.render)
+    return int(ExitCode.OK)
+
+
+def _dashboard() -> type:
+    """The TUI's app class, checked before anything starts so a missing TUI costs nothing."""
+    try:
+        from tqadmin.tui import TqadminApp
+    except ImportError as exc:
+        raise UsageError(
+            f"the dashboard cannot be opened ({exc}); run `tqadmin demo --no-ui` for the headless demo"
+        ) from None
+    return TqadminApp  # type: ignore[no-any-return]
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be a fraction from 0 to 1 (0.1 is 10%)")
+    return value
+
+
+def _prefix(text: str) -> str:
+    if not PREFIX.match(text):
+        raise argparse.ArgumentTypeError("letters, digits, '-' and '_' only (it starts every queue name)")
+    return text

@@ -1,0 +1,215 @@
+"""One demo run: start the workers and the traffic, keep them going, stop everything in order, summarise.
+
+Stopping is ordered so the summary can balance: first the publisher stops, then the workers drain what is
+left (retries included) for up to ``drain_s``, and only then are they sent SIGTERM. SIGINT and SIGTERM to
+the demo itself only end the waiting early; the ordered stop still runs, so Ctrl-C gives a summary too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.layout import Layout
+from tqadmin.demo.processes import Supervisor
+from tqadmin.demo.summary import BrokerView, Summary, Telemetry
+from tqadmin.demo.traffic import Sink, Traffic
+from tqadmin.errors import TqadminError
+
+TASKS_MODULE = "tqadmin.demo.tasks"
+POLL_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """The ``tqadmin worker`` options every demo worker gets: short backoffs so retries show up quickly."""
+
+    concurrency: int = 4
+    max_retries: int = 3
+    backoff_base_s: float = 0.2
+    backoff_cap_s: float = 2.0
+    job_timeout_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """What the demo needs from the pipeline, injected so each part can be tested with fakes."""
+
+    sink_factory: Callable[[], Sink]
+    telemetry: Callable[[Layout], Telemetry]
+    broker_view: Callable[[Layout], BrokerView]
+
+
+class WorkersGaveUp(TqadminError):
+    """Every worker process exited and kept exiting: nothing would consume the demo's queues."""
+
+
+def worker_command(queue: str, options: WorkerOptions) -> list[str]:
+    """``tqadmin worker`` for one queue, run with this interpreter so the demo needs nothing on PATH."""
+    return [
+        sys.executable,
+        "-m",
+        "tqadmin.cli",
+        "worker",
+        "--queue",
+        queue,
+        "--tasks",
+        TASKS_MODULE,
+        "--concurrency",
+        str(options.concurrency),
+        "--max-retries",
+        str(options.max_retries),
+        "--backoff-base",
+        str(options.backoff_base_s),
+        "--backoff-cap",
+        str(options.backoff_cap_s),
+        "--job-timeout",
+        str(options.job_timeout_s),
+    ]
+
+
+def worker_commands(layout: Layout, options: WorkerOptions) -> dict[str, list[str]]:
+    """One command per worker, named after its number and queue (``worker-1 (demo.images)``)."""
+    return {
+        f"worker-{i + 1} ({queue})": worker_command(queue, options)
+        for i, queue in enumerate(layout.worker_queues)
+    }
+
+
+def worker_env(base: Mapping[str, str], urls: Mapping[str, str | None], chaos: Chaos) -> dict[str, str]:
+    """The workers' environment: URLs through variables (never argv, where ``ps`` shows passwords)."""
+    env = dict(base)
+    env.update({name: value for name, value in urls.items() if value})
+    env.update(chaos.to_env())
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class Demo:
+    """The run itself; ``start``, then ``wait`` (or let a UI run), then ``finish`` for the summary."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        wiring: Wiring,
+        supervisor: Supervisor,
+        traffic: Traffic,
+        *,
+        failure_rate: float,
+        drain_s: float = 15.0,
+        log_dir: Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        progress: Callable[[str], None] = lambda text: None,
+    ) -> None:
+        self.layout = layout
+        self.wiring = wiring
+        self.supervisor = supervisor
+        self.traffic = traffic
+        self.failure_rate = failure_rate
+        self.drain_s = drain_s
+        self.log_dir = log_dir
+        self.stop_requested = threading.Event()
+        self.hurry = threading.Event()  # a second Ctrl-C: skip the drain
+        self._traffic_stop = threading.Event()
+        self._traffic_thread = threading.Thread(
+            target=traffic.run, args=(self._traffic_stop,), name="demo-traffic", daemon=True
+        )
+        self._clock = clock
+        self._progress = progress
+        self._started_at = 0.0
+
+    def start(self) -> None:
+        self._started_at = self._clock()
+        self.supervisor.start()
+        self._traffic_thread.start()
+
+    def wait(self, duration_s: float | None) -> None:
+        """Supervise until ``duration_s`` passed or a stop was requested (signal, UI exit)."""
+        deadline = None if duration_s is None else self._clock() + duration_s
+        while not self.stop_requested.is_set():
+            self.supervisor.check()
+            if self.supervisor.gave_up():
+                raise WorkersGaveUp(
+                    "every demo worker exited and kept exiting; "
+                    + (self.supervisor.notes[-1] if self.supervisor.notes else "see the worker logs")
+                    + (f" (logs in {self.log_dir})" if self.log_dir else "")
+                )
+            remaining = None if deadline is None else deadline - self._clock()
+            if remaining is not None and remaining <= 0:
+                return
+            self.stop_requested.wait(POLL_S if remaining is None else min(POLL_S, remaining))
+
+    def finish(self) -> Summary:
+        """Stop publishing, let the workers drain, stop them, and report."""
+        try:
+            self._traffic_stop.set()
+            if self._traffic_thread.is_alive():
+                self._traffic_thread.join()
+            notes = self._drain()
+        finally:
+            self.supervisor.stop()
+        return Summary(
+            duration_s=self._clock() - self._started_at,
+            queues=self.layout.queues,
+            workers=len(self.supervisor.children),
+            failure_rate=self.failure_rate,
+            traffic=self.traffic.counts(),
+            telemetry=self.wiring.telemetry(self.layout),
+            broker=self.wiring.broker_view(self.layout),
+            log_dir=str(self.log_dir) if self.log_dir else "",
+            notes=(*self.supervisor.notes, *notes),
+        )
+
+    def _drain(self) -> list[str]:
+        deadline = self._clock() + self.drain_s
+        left = self.wiring.broker_view(self.layout).left_in_queues
+        if left:
+            self._progress(
+                f"publisher stopped; letting the workers finish {left} queued message(s) "
+                f"(up to {self.drain_s:.0f} s, Ctrl-C again to skip)"
+            )
+        while left and self._clock() < deadline and self.supervisor.alive() and not self.hurry.is_set():
+            self.supervisor.check()
+            self.hurry.wait(POLL_S)
+            left = self.wiring.broker_view(self.layout).left_in_queues
+        if left:
+            return [f"{left} message(s) were still queued when the workers were stopped"]
+        return []
+
+
+@contextmanager
+def stop_on_signals(demo: Demo) -> Iterator[None]:
+    """SIGINT and SIGTERM request the orderly stop instead of killing the demo; a second one skips the
+    drain (the workers are still stopped properly)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if demo.stop_requested.is_set():
+            demo.hurry.set()
+        demo.stop_requested.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def default_log_dir(prefix: str) -> Path:
+    """A fresh directory for this run's worker logs (kept: they explain any failure in the summary)."""
+    base = Path(os.environ.get("XDG_STATE_HOME", "~/.local/state")).expanduser() / "tqadmin" / "demo"
+    path = base / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

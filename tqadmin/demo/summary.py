@@ -1,0 +1,192 @@
+"""The headless report: what was published, what became of it, and how fast.
+
+Three witnesses are put side by side so a reader can check the pipeline's promise (nothing lost): the
+publisher's confirmed counts, the workers' telemetry (done, retried, dead-lettered, deduplicated, latency
+percentiles, merged across worker processes) and the broker's own queue figures at the end (what is still in
+the work and retry queues, what sits in the dead-letter queues). Every message ends in exactly one place:
+
+    published = done + dead-lettered + deduplicated + left in queues
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqadmin.commands.context import table
+from tqadmin.demo.traffic import TrafficCounts
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Percentiles in seconds; ``None`` when nothing was measured."""
+
+    p50: float | None = None
+    p99: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return {"p50": self.p50, "p99": self.p99}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFigures:
+    """Cumulative worker counters and latency for one task type (or for all of them)."""
+
+    done: int = 0
+    failed: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    deduplicated: int = 0
+    run: Latency = field(default_factory=Latency)
+    wait: Latency = field(default_factory=Latency)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "failed": self.failed,
+            "retried": self.retried,
+            "dead_lettered": self.dead_lettered,
+            "deduplicated": self.deduplicated,
+            "run": self.run.to_json(),
+            "wait": self.wait.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Telemetry:
+    """The workers' view: every task type's figures and the merged total."""
+
+    total: TaskFigures = field(default_factory=TaskFigures)
+    task_types: Mapping[str, TaskFigures] = field(default_factory=dict)
+    workers: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerView:
+    """The broker's view at the end: messages left in work and retry queues, and in the DLQs by reason."""
+
+    left_in_queues: int = 0
+    in_dead_letter_queues: int = 0
+    reasons: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    duration_s: float
+    queues: tuple[str, ...]
+    workers: int
+    failure_rate: float
+    traffic: TrafficCounts
+    telemetry: Telemetry
+    broker: BrokerView
+    log_dir: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def accounted(self) -> int:
+        t = self.telemetry.total
+        return t.done + t.dead_lettered + t.deduplicated + self.broker.left_in_queues
+
+    @property
+    def balanced(self) -> bool:
+        """Whether every confirmed message is accounted for (publishes that failed may or may not count)."""
+        published = self.traffic.published
+        return published <= self.accounted <= published + self.traffic.failed
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.telemetry.total
+        return {
+            "duration_s": round(self.duration_s, 3),
+            "queues": list(self.queues),
+            "workers": self.workers,
+            "failure_rate": self.failure_rate,
+            "published": self.traffic.published,
+            "published_jobs": len(self.traffic.jobs),
+            "duplicates_published": self.traffic.duplicates,
+            "malformed_published": dict(self.traffic.malformed),
+            "publish_failed": self.traffic.failed,
+            "done": t.done,
+            "failed": t.failed,
+            "retried": t.retried,
+            "dead_lettered": t.dead_lettered,
+            "deduplicated": t.deduplicated,
+            "left_in_queues": self.broker.left_in_queues,
+            "in_dead_letter_queues": self.broker.in_dead_letter_queues,
+            "dead_letter_reasons": dict(self.broker.reasons) if self.broker.reasons is not None else None,
+            "balanced": self.balanced,
+            "run": t.run.to_json(),
+            "wait": t.wait.to_json(),
+            "task_types": {name: f.to_json() for name, f in sorted(self.telemetry.task_types.items())},
+            "log_dir": self.log_dir,
+            "notes": list(self.notes),
+        }
+
+    def render(self) -> str:
+        t = self.telemetry.total
+        traffic = self.traffic
+        malformed = sum(traffic.malformed.values())
+        lines = [
+            f"tqadmin demo: {self.duration_s:.0f} s, {self.workers} worker(s) on {', '.join(self.queues)}, "
+            f"failure rate {self.failure_rate:.0%}",
+            "",
+            f"published      {traffic.published:>6}  ({len(traffic.jobs)} jobs, {traffic.duplicates} "
+            f"duplicates, {malformed} malformed{_failed(traffic)})",
+            f"done           {t.done:>6}",
+            f"retried        {t.retried:>6}  (failed runs: {t.failed})",
+            f"dead-lettered  {t.dead_lettered:>6}  {_reasons(self.broker)}",
+            f"deduplicated   {t.deduplicated:>6}",
+            f"left in queues {self.broker.left_in_queues:>6}",
+            "",
+            _accounting(self),
+            "",
+            _latency_table(self.telemetry),
+        ]
+        if self.log_dir:
+            lines += ["", f"worker logs: {self.log_dir}"]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def _failed(traffic: TrafficCounts) -> str:
+    if not traffic.failed:
+        return ""
+    return f"; {traffic.failed} not confirmed, last error: {traffic.last_error}"
+
+
+def _reasons(broker: BrokerView) -> str:
+    where = f"({broker.in_dead_letter_queues} in the dead-letter queues"
+    if not broker.reasons:
+        return where + ")"
+    by_reason = ", ".join(f"{reason} {count}" for reason, count in sorted(broker.reasons.items()))
+    return f"{where}: {by_reason})"
+
+
+def _accounting(summary: Summary) -> str:
+    t = summary.telemetry.total
+    verdict = "every message accounted for" if summary.balanced else "MISMATCH: see the worker logs"
+    return (
+        f"published {summary.traffic.published} = done {t.done} + dead-lettered {t.dead_lettered} + "
+        f"deduplicated {t.deduplicated} + left {summary.broker.left_in_queues}: {verdict}"
+    )
+
+
+def _latency_table(telemetry: Telemetry) -> str:
+    rows = [
+        [name, f.done, f.dead_lettered, *_seconds(f.run), *_seconds(f.wait)]
+        for name, f in sorted(telemetry.task_types.items())
+    ]
+    t = telemetry.total
+    rows.append(["all", t.done, t.dead_lettered, *_seconds(t.run), *_seconds(t.wait)])
+    headers = ["task type", "done", "dead", "run p50", "run p99", "wait p50", "wait p99"]
+    return table(headers, rows)
+
+
+def _seconds(latency: Latency) -> list[str | None]:
+    return [_fmt(latency.p50), _fmt(latency.p99)]
+
+
+def _fmt(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
