@@ -1,0 +1,137 @@
+"""A demo run with the pipeline faked: ordered stop, drain, summary, and the workers giving up."""
+
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.layout import Layout, plan
+from tqadmin.demo.orchestrator import Demo, Wiring, WorkerOptions, WorkersGaveUp, worker_commands, worker_env
+from tqadmin.demo.processes import Supervisor
+from tqadmin.demo.summary import BrokerView, Latency, Summary, TaskFigures, Telemetry
+from tqadmin.demo.traffic import Outgoing, Traffic, TrafficCounts
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+QUITTER = [sys.executable, "-c", "import sys; print('worker: cannot import task module'); sys.exit(2)"]
+
+
+class ConfirmingSink:
+    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+        return [True] * len(messages), ""
+
+    def close(self) -> None:
+        pass
+
+
+class DrainingBroker:
+    """Reports 3, then 1, then 0 messages left: the workers drain as the demo waits."""
+
+    def __init__(self) -> None:
+        self.left = [3, 1, 0]
+
+    def __call__(self, layout: Layout) -> BrokerView:
+        left = self.left.pop(0) if len(self.left) > 1 else self.left[0]
+        return BrokerView(left_in_queues=left, in_dead_letter_queues=2, reasons={"fatal": 2})
+
+
+def make_demo(tmp_path: Path, command: list[str], broker: DrainingBroker) -> Demo:
+    layout = plan("t", 2)
+    wiring = Wiring(
+        sink_factory=ConfirmingSink,
+        telemetry=lambda layout: Telemetry(total=TaskFigures(done=5, dead_lettered=2)),
+        broker_view=broker,
+    )
+    supervisor = Supervisor({"w1": command, "w2": command}, dict(os.environ), tmp_path, max_restarts=0)
+    return Demo(
+        layout, wiring, supervisor, Traffic(layout, ConfirmingSink, 20.0, 1), failure_rate=0.1, drain_s=10
+    )
+
+
+def test_the_demo_stops_publishing_drains_then_stops_the_workers(tmp_path: Path) -> None:
+    broker = DrainingBroker()
+    demo = make_demo(tmp_path, SLEEPER, broker)
+    demo.start()
+    demo.wait(0.3)
+    summary = demo.finish()
+    assert broker.left == [0]
+    assert demo.supervisor.alive() == 0
+    assert summary.traffic.published > 0
+    assert summary.broker.left_in_queues == 0
+    assert summary.notes == ()
+
+
+def test_a_stop_request_ends_the_wait_early(tmp_path: Path) -> None:
+    demo = make_demo(tmp_path, SLEEPER, DrainingBroker())
+    demo.start()
+    demo.stop_requested.set()
+    demo.hurry.set()
+    demo.wait(60)
+    summary = demo.finish()
+    assert summary.duration_s < 30
+    assert summary.notes == ("3 message(s) were still queued when the workers were stopped",)
+
+
+def test_workers_that_keep_exiting_end_the_demo_with_their_last_words(tmp_path: Path) -> None:
+    demo = make_demo(tmp_path, QUITTER, DrainingBroker())
+    demo.start()
+    with pytest.raises(WorkersGaveUp, match="cannot import task module"):
+        demo.wait(30)
+    demo.finish()
+
+
+def test_workers_get_the_urls_through_the_environment_not_argv() -> None:
+    env = worker_env({"PATH": "/bin"}, {"TQADMIN_BROKER_URL": "amqp://u:secret@h/", "X": None}, Chaos())
+    commands = worker_commands(plan("demo", 4), WorkerOptions())
+    assert env["TQADMIN_BROKER_URL"] == "amqp://u:secret@h/"
+    assert "X" not in env
+    assert not any("secret" in part for cmd in commands.values() for part in cmd)
+    assert list(commands) == [
+        "worker-1 (demo.images)",
+        "worker-2 (demo.emails)",
+        "worker-3 (demo.reports)",
+        "worker-4 (demo.payments)",
+    ]
+    assert commands["worker-1 (demo.images)"][1:4] == ["-m", "tqadmin.cli", "worker"]
+
+
+def summary(**broker: object) -> Summary:
+    return Summary(
+        duration_s=30.2,
+        queues=("demo.images", "demo.emails"),
+        workers=4,
+        failure_rate=0.1,
+        traffic=TrafficCounts(
+            jobs={"a": "resize_image", "b": "send_email"}, duplicates=1, malformed={"x": 1}
+        ),
+        telemetry=Telemetry(
+            total=TaskFigures(done=2, dead_lettered=1, deduplicated=1, run=Latency(0.012, 2.5)),
+            task_types={"resize_image": TaskFigures(done=1), "send_email": TaskFigures(done=1)},
+        ),
+        broker=BrokerView(**broker),  # type: ignore[arg-type]
+    )
+
+
+def test_the_summary_balances_when_every_message_is_somewhere() -> None:
+    balanced = summary(in_dead_letter_queues=1, reasons={"malformed": 1})
+    assert balanced.balanced
+    text = balanced.render()
+    assert (
+        "published 4 = done 2 + dead-lettered 1 + deduplicated 1 + left 0: every message accounted for"
+        in text
+    )
+    assert "(1 in the dead-letter queues: malformed 1)" in text
+    assert "12 ms" in text and "2.50 s" in text
+    document = balanced.to_json()
+    assert document["published"] == 4
+    assert document["run"] == {"p50": 0.012, "p99": 2.5}
+    assert set(document) >= {"done", "retried", "dead_lettered", "deduplicated", "wait", "task_types"}
+
+
+def test_the_summary_says_so_when_messages_are_missing() -> None:
+    lost = dataclasses.replace(summary(), telemetry=Telemetry())
+    assert not lost.balanced
+    assert "MISMATCH" in lost.render()
