@@ -62,13 +62,17 @@ def plan(admin: BrokerAdmin, request: ActionRequest) -> ActionReport:
     return engine.run(admin, request.action, request.source, request.target, request.filter, dry_run=True)
 
 
-def execute(admin: BrokerAdmin, request: ActionRequest, progress: Progress, cancel: threading.Event) -> ActionReport:
+def execute(
+    admin: BrokerAdmin, request: ActionRequest, progress: Progress, cancel: threading.Event
+) -> ActionReport:
     """Run the action for real; ``progress`` gets (done, total) and ``cancel`` stops it between batches."""
     from tqadmin.admin import engine
 
     def report_progress(done: int, total: int | None) -> None:
         if cancel.is_set():
-            raise Cancelled(f"{request.action} cancelled after {done} messages; the rest stay where they were")
+            raise Cancelled(
+                f"{request.action} cancelled after {done} messages; the rest stay where they were"
+            )
         progress(done, total)
 
     return engine.run(

@@ -8,6 +8,7 @@ and the poll backs off exponentially until the broker answers again.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -121,10 +122,8 @@ class TqadminApp(App[None]):
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:
-            try:
+            with contextlib.suppress(Exception):  # a broken connection may fail to close; dropped anyway
                 admin.close()
-            except Exception:  # noqa: S110 - a broken connection may fail to close; it is dropped anyway
-                pass
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="poll-queues")
     def poll_queues(self, generation: int) -> None:

@@ -29,7 +29,7 @@ from tqadmin.tui.views import (
 FAKE_CAPABILITIES = Capabilities(
     supported=frozenset(Operation) - {Operation.SERVER_SIDE_MOVE},
     reasons=((Operation.SERVER_SIDE_MOVE, "the fake broker has no shovel"),),
-    peek_cost="fake broker: a peek gets and requeues, so peeked messages move to the back and are redelivered",
+    peek_cost="fake broker: a peek gets and requeues; peeked messages move to the back, marked redelivered",
     rates=True,
     oldest_message_age=True,
     alarms=True,
@@ -61,17 +61,24 @@ class FakeAdmin(BrokerAdmin):
         names += [f"bulk-{i:05d}" for i in range(extra)]
         for index, name in enumerate(names):
             self.messages[name] = [self._job(name, index, n) for n in range(3 + index % 4)]
-            self.backlog[name] = self._random.randint(0, 400) if index % 3 == 0 else self._random.randint(0, 20)
+            self.backlog[name] = (
+                self._random.randint(0, 400) if index % 3 == 0 else self._random.randint(0, 20)
+            )
             if extra == 0 or index < 4:
                 self.messages[f"{name}.dlq"] = [self._dead(name, index, n) for n in range(2 + index % 3)]
                 self.backlog[f"{name}.dlq"] = 0
 
     def _job(self, queue: str, index: int, n: int) -> Message:
         task_type = TASK_TYPES[(index + n) % len(TASK_TYPES)]
-        job = {"task_type": task_type, "id": f"{queue}-{n:04d}", "timestamp": "2026-05-28T20:20:00Z"}
-        job["retry_count"] = n % 2
+        job_id = f"{queue}-{n:04d}"
+        job = {
+            "task_type": task_type,
+            "id": job_id,
+            "timestamp": "2026-05-28T20:20:00Z",
+            "retry_count": n % 2,
+        }
         job["image_url"] = f"https://img.example/{index}/{n}.png"
-        return Message(body=json.dumps(job).encode(), id=job["id"], routing_key=queue)
+        return Message(body=json.dumps(job).encode(), id=job_id, routing_key=queue)
 
     def _dead(self, queue: str, index: int, n: int) -> Message:
         reason, error = ERRORS[(index + n) % len(ERRORS)]
@@ -200,8 +207,7 @@ class FakeTransfer(TransferSession):
 class FakeTelemetry:
     """Three task types with log-normal latencies; two live workers, one busy, and one dead."""
 
-    def __init__(self, seed: int = 7, *, empty: bool = False) -> None:
-        self._random = random.Random(seed)
+    def __init__(self, *, empty: bool = False) -> None:
         self.empty = empty
 
     def read(self) -> TelemetryView:
@@ -229,8 +235,8 @@ def _latency(values: Sequence[float]) -> Latency:
     counts = [0] * len(bounds)
     for value in values:
         counts[next((i for i, b in enumerate(bounds) if value <= b), len(bounds) - 1)] += 1
-    pick = lambda f: values[min(len(values) - 1, int(f * len(values)))]  # noqa: E731
-    return Latency(pick(0.5), pick(0.95), pick(0.99), tuple(zip(bounds, counts, strict=True)))
+    p50, p95, p99 = (values[min(len(values) - 1, int(f * len(values)))] for f in (0.5, 0.95, 0.99))
+    return Latency(p50, p95, p99, tuple(zip(bounds, counts, strict=True)))
 
 
 class FakeCron:
@@ -241,7 +247,11 @@ class FakeCron:
             leader="cron-a",
             fencing_token=42,
             schedules=(
-                ScheduleView("nightly-report", "0 2 * * *", "reports", FROZEN_NOW + 20_000, FROZEN_NOW - 66_400),
-                ScheduleView("thumbnails", "*/5 * * * *", "resize_image", FROZEN_NOW + 140, FROZEN_NOW - 160, 3.5),
+                ScheduleView(
+                    "nightly-report", "0 2 * * *", "reports", FROZEN_NOW + 20_000, FROZEN_NOW - 66_400
+                ),
+                ScheduleView(
+                    "thumbnails", "*/5 * * * *", "resize_image", FROZEN_NOW + 140, FROZEN_NOW - 160, 3.5
+                ),
             ),
         )

@@ -8,7 +8,7 @@ a minute.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tqadmin.config import Thresholds
@@ -132,11 +132,3 @@ def sort_value(queue: QueueStats, column: str) -> tuple[int, float | str]:
     if isinstance(value, str):
         return (1, value.lower())
     return (1, float(value))
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float | None:
-    """Nearest-rank percentile of already sorted values."""
-    if not sorted_values:
-        return None
-    index = min(len(sorted_values) - 1, max(0, int(round(fraction * len(sorted_values) + 0.5)) - 1))
-    return sorted_values[index]

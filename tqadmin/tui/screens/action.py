@@ -101,10 +101,10 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     def start_plan(self) -> None:
         self.query_one("#plan", Static).update(Text("dry run: counting…", style="dim"))
-        self.run_plan()
+        self.plan_transfer()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="action")
-    def run_plan(self) -> None:
+    def plan_transfer(self) -> None:
         try:
             report = actions.plan(self.tq.admin_factory(self.tq.settings), self.request)
         except Exception as exc:
@@ -118,7 +118,9 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         where = f" to {clean(self.request.target)}" if self.request.target else ""
         text = Text("dry run: ", style="bold")
         text.append(f"{event.report.matched} messages", style="bold yellow")
-        text.append(f" would be {self.request.action}d from {clean(self.request.source)}{where}; nothing changed yet.")
+        text.append(
+            f" would be {self.request.action}d from {clean(self.request.source)}{where}; nothing changed yet."
+        )
         self.query_one("#plan", Static).update(text)
         if event.report.matched == 0:
             self.query_one("#action-hint", Static).update(Text("nothing to do · Esc closes", style="dim"))
@@ -145,23 +147,28 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         bar = self.query_one("#progress", ProgressBar)
         bar.display = True
         bar.update(total=self.plan.matched if self.plan else None, progress=0)
-        self.query_one("#action-hint", Static).update(Text("running · Esc cancels between batches", style="dim"))
-        self.run_action()
+        self.query_one("#action-hint", Static).update(
+            Text("running · Esc cancels between batches", style="dim")
+        )
+        self.run_transfer()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="action")
-    def run_action(self) -> None:
+    def run_transfer(self) -> None:
         admin = self.tq.admin_factory(self.tq.settings)
         try:
             report = actions.execute(
                 admin,
                 self.request,
-                lambda done, total: self.post_message(ActionProgressed(done, total)),
+                self._progressed,
                 self.cancel_event,
             )
         except Exception as exc:
             self.post_message(ActionFinished(None, describe_error(exc)))
         else:
             self.post_message(ActionFinished(report, None))
+
+    def _progressed(self, done: int, total: int | None) -> None:
+        self.post_message(ActionProgressed(done, total))
 
     def on_action_progressed(self, event: ActionProgressed) -> None:
         self.query_one("#progress", ProgressBar).update(total=event.total, progress=event.done)
@@ -172,8 +179,12 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         if event.report is None:
             if self.plan is not None or self.request.action in {"purge"}:
                 audit.append(
-                    settings.audit_log, profile=settings.profile, action=self.request.action,
-                    target=self.request.target or self.request.source, count=0, outcome="error",
+                    settings.audit_log,
+                    profile=settings.profile,
+                    action=self.request.action,
+                    target=self.request.target or self.request.source,
+                    count=0,
+                    outcome="error",
                     extra={"source": self.request.source, "error": event.error, "via": "tui"},
                 )
             self.notify(event.error or "failed", title=f"{self.request.action} failed", severity="error")
@@ -181,8 +192,11 @@ class ActionScreen(ModalScreen[ActionReport | None]):
             return
         if not event.report.dry_run:
             actions.record(settings, event.report)
-        severity = "information" if event.report.complete else "warning"
-        self.notify(actions.summary(event.report), title=f"{self.request.action} done", severity=severity)
+        self.notify(
+            actions.summary(event.report),
+            title=f"{self.request.action} done",
+            severity="information" if event.report.complete else "warning",
+        )
         self.tq.action_refresh()
         self.dismiss(event.report)
 

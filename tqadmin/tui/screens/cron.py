@@ -46,7 +46,9 @@ class CronScreen(DashboardScreen):
             leader.update(Text(f" cannot read the cron state: {error}", style="bold red"))
             return
         if view is None:
-            leader.update(Text(" no cron state: run `tqadmin cron --schedule FILE.toml` to start one", style="dim"))
+            leader.update(
+                Text(" no cron state: run `tqadmin cron --schedule FILE.toml` to start one", style="dim")
+            )
             return
         text = Text(" leader ")
         text.append(clean(view.leader or "none"), style="bold green" if view.leader else "bold red")

@@ -71,7 +71,11 @@ class DeadLettersScreen(QueueScreen):
         table.clear()
         for name in names:
             count = stats[name].messages
-            table.add_row(literal(name), Text(human_count(count), style="bold red" if count else "", justify="right"), key=name)
+            table.add_row(
+                literal(name),
+                Text(human_count(count), style="bold red" if count else "", justify="right"),
+                key=name,
+            )
         if selected in names:
             table.move_cursor(row=names.index(selected))
         if self.loaded is None and names:
@@ -114,8 +118,10 @@ class DeadLettersScreen(QueueScreen):
                 literal(group.error, "red"),
                 key=str(index),
             )
-        title = Text(f" {clean(event.result.queue)}: {len(event.result.messages)} messages in "
-                     f"{len(self.groups)} groups (sampled up to {SAMPLE}). ")
+        title = Text(
+            f" {clean(event.result.queue)}: {len(event.result.messages)} messages in "
+            f"{len(self.groups)} groups (sampled up to {SAMPLE}). "
+        )
         title.append(clean(event.result.cost), style="yellow")
         self.query_one("#group-title", Static).update(title)
 

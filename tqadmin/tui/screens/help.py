@@ -46,11 +46,10 @@ def bindings_table() -> Table:
     table.add_column("key", style="bold")
     table.add_column("does")
     for screen, bindings in screens():
-        for binding in bindings:
-            if isinstance(binding, Binding):
-                table.add_row(screen, binding.key.replace("question_mark", "?").replace("slash", "/"),
-                              binding.description or binding.action)
-                screen = ""
+        shown = [b for b in bindings if isinstance(b, Binding)]
+        for index, binding in enumerate(shown):
+            key = binding.key.replace("question_mark", "?").replace("slash", "/")
+            table.add_row(screen if index == 0 else "", key, binding.description or binding.action)
     return table
 
 
@@ -66,8 +65,13 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("tqadmin keys", style="bold"))
             yield Static(Text(VIM_AND_ARROWS, style="dim"))
             yield Static(bindings_table())
-            yield Static(Text("Writes (replay, move, purge) are refused in read-only profiles; every action shows a "
-                              "dry run first and is written to the audit log.", style="dim"))
+            yield Static(
+                Text(
+                    "Writes (replay, move, purge) are refused in read-only profiles; every action shows a "
+                    "dry run first and is written to the audit log.",
+                    style="dim",
+                )
+            )
 
     def action_scroll(self, direction: str) -> None:
         view = self.query_one("#help", VerticalScroll)

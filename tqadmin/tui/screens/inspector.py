@@ -54,7 +54,9 @@ def death_table(deaths: Any) -> RenderableType:
         table.add_column(column)
     for death in deaths:
         entry = death if isinstance(death, dict) else {}
-        table.add_row(*(literal(_scalar(entry.get(c, ""))) for c in ("queue", "reason", "count", "exchange", "time")))
+        table.add_row(
+            *(literal(_scalar(entry.get(c, ""))) for c in ("queue", "reason", "count", "exchange", "time"))
+        )
     return table
 
 

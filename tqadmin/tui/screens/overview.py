@@ -55,7 +55,9 @@ class OverviewScreen(QueueScreen):
         table = self.table
         label = next(c.label for c in COLUMNS if c.key == table.sort_column)
         arrow = "↓" if table.sort_reverse else "↑"
-        text = Text(f" {table.row_count:,} of {len(self.tq.board.stats):,} queues · sorted by {label} {arrow}")
+        text = Text(
+            f" {table.row_count:,} of {len(self.tq.board.stats):,} queues · sorted by {label} {arrow}"
+        )
         if table.needle:
             text.append(" · filter: ")
             text.append(table.needle, style="bold")

@@ -51,9 +51,14 @@ class ProfilesScreen(ModalScreen[str | None]):
         with Vertical(id="profiles"):
             yield Static(Text("switch profile", style="bold"))
             if not self.names:
-                yield Static(Text(f"no profiles in {self.settings.config_path}; add [profiles.NAME] tables",
-                                  style="dim"))
-            options = [Option(profile_label(n, self.tables[n], self.settings.profile), id=n) for n in self.names]
+                yield Static(
+                    Text(
+                        f"no profiles in {self.settings.config_path}; add [profiles.NAME] tables", style="dim"
+                    )
+                )
+            options = [
+                Option(profile_label(n, self.tables[n], self.settings.profile), id=n) for n in self.names
+            ]
             yield OptionList(*options, id="profile-list")
             yield Static(Text("Enter switches · Esc cancels", style="dim"))
 

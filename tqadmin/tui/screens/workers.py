@@ -48,10 +48,17 @@ class WorkersScreen(DashboardScreen):
             dead = sum(1 for w in workers if not w.alive)
             text = Text(f" {len(workers) - dead} live")
             if dead:
-                text.append(f", {dead} dead (no heartbeat; their in-flight jobs return to the queue)", style="bold red")
+                text.append(
+                    f", {dead} dead (no heartbeat; their in-flight jobs return to the queue)",
+                    style="bold red",
+                )
             status.update(text)
         for w in sorted(workers, key=lambda w: (w.alive, w.id)):
-            state = Text(" live ", style="black on green") if w.alive else Text(" DEAD ", style="bold white on red")
+            state = (
+                Text(" live ", style="black on green")
+                if w.alive
+                else Text(" DEAD ", style="bold white on red")
+            )
             table.add_row(
                 literal(w.id, "" if w.alive else "red"),
                 state,

@@ -24,7 +24,9 @@ def banner_text(state: PollState, now: float) -> Text:
         text.append(f" {clean(state.error)}", style="red")
         text.append(f"  retry in {human_duration(state.retry_in_s)} (attempt {state.failures})")
         if state.last_ok is not None:
-            text.append(f"  showing data from {human_duration(now - state.last_ok)} ago (stale)", style="bold")
+            text.append(
+                f"  showing data from {human_duration(now - state.last_ok)} ago (stale)", style="bold"
+            )
     for alarm in state.alarms:
         text.append("  ")
         text.append(f" ALARM {clean(alarm.kind)} on {clean(alarm.node)} ", style="bold white on red")

@@ -90,7 +90,7 @@ class QueueTable(DataTable[Text]):
         Binding("G", "scroll_bottom", "Bottom", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's own name
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.sort_column = "messages"
         self.sort_reverse = True

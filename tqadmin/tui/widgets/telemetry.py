@@ -46,17 +46,16 @@ def percentiles_table(view: TelemetryView | None) -> Table:
     for header in ("task type", "done", "failed", "wait p50", "p95", "p99", "run p50", "p95", "p99"):
         table.add_column(header, justify="left" if header == "task type" else "right", no_wrap=True)
     for t in view.task_types if view else ():
-        row = [Text(clean(t.name)), str(t.done), Text(str(t.failed), style="red" if t.failed else "")]
-        row += [seconds(t.wait.p50), seconds(t.wait.p95), seconds(t.wait.p99)]
-        row += [seconds(t.run.p50), seconds(t.run.p95), seconds(t.run.p99)]
-        table.add_row(*row)
+        failed = Text(str(t.failed), style="red" if t.failed else "")
+        times = [seconds(v) for v in (t.wait.p50, t.wait.p95, t.wait.p99, t.run.p50, t.run.p95, t.run.p99)]
+        table.add_row(Text(clean(t.name)), str(t.done), failed, *times)
     return table
 
 
 class Histogram(PlotextPlot):
     """Bucket counts of one latency kind (``wait`` or ``run``), one bar series per task type."""
 
-    def __init__(self, kind: str, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, kind: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.kind = kind
 
