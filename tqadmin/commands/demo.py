@@ -127,7 +127,7 @@ def _dashboard() -> type:
         raise UsageError(
             f"the dashboard cannot be opened ({exc}); run `tqadmin demo --no-ui` for the headless demo"
         ) from None
-    return TqadminApp  # type: ignore[no-any-return]
+    return TqadminApp
 
 
 def _count(text: str) -> int:

@@ -170,20 +170,31 @@ class Demo:
         )
 
     def _drain(self) -> list[str]:
+        """Wait until the workers' telemetry accounts for every confirmed message, or ``drain_s`` passed.
+
+        The workers' own counters are the measure (not queue depths, which the management API refreshes only
+        every few seconds): a message is finished once it is done, dead-lettered or deduplicated.
+        """
         deadline = self._clock() + self.drain_s
-        left = self.wiring.broker_view(self.layout).left_in_queues
-        if left:
+        published = self.traffic.counts().published
+        left = published - _finished(self.wiring.telemetry(self.layout))
+        if left > 0:
             self._progress(
-                f"publisher stopped; letting the workers finish {left} queued message(s) "
+                f"publisher stopped; letting the workers finish {left} message(s) "
                 f"(up to {self.drain_s:.0f} s, Ctrl-C again to skip)"
             )
-        while left and self._clock() < deadline and self.supervisor.alive() and not self.hurry.is_set():
+        while left > 0 and self._clock() < deadline and self.supervisor.alive() and not self.hurry.is_set():
             self.supervisor.check()
             self.hurry.wait(POLL_S)
-            left = self.wiring.broker_view(self.layout).left_in_queues
-        if left:
-            return [f"{left} message(s) were still queued when the workers were stopped"]
+            left = published - _finished(self.wiring.telemetry(self.layout))
+        if left > 0:
+            return [f"{left} message(s) were not finished when the workers were stopped"]
         return []
+
+
+def _finished(telemetry: Telemetry) -> int:
+    total = telemetry.total
+    return total.done + total.dead_lettered + total.deduplicated
 
 
 @contextmanager

@@ -1,0 +1,161 @@
+"""The demo's connections to the real pipeline: the broker's transport and admin faces, and the state store.
+
+Everything is checked before any worker starts, so an unreachable broker, management API or store is one
+line naming what to start (exit 3) rather than a screen of workers failing one after the other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from tqadmin.commands.context import CommandContext
+from tqadmin.demo.layout import Layout
+from tqadmin.demo.orchestrator import Wiring
+from tqadmin.demo.summary import BrokerView, Latency, TaskFigures, Telemetry
+from tqadmin.demo.traffic import Outgoing
+from tqadmin.errors import ConnectError, NotAuthorized, NotSupported
+from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.models import HEADER_REASON
+from tqadmin.plugin.transport import BrokerTransport
+from tqadmin.plugin.transport import Outcome as PublishOutcome
+from tqadmin.plugin.transport import Outgoing as Message
+from tqadmin.store import open_store
+from tqadmin.store.base import StateStore
+from tqadmin.telemetry.counters import TaskStats
+from tqadmin.telemetry.histogram import Histogram
+
+T = TypeVar("T")
+PEEK_LIMIT = 2000
+HINTS = {
+    "amqp": "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) "
+    "or point --broker at a running one",
+    "redis": "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --store at a running one",
+    "management": "enable the management plugin (`rabbitmq-plugins enable rabbitmq_management`) "
+    "or point --management-url at it",
+}
+
+
+def connect(ctx: CommandContext, layout: Layout) -> Wiring:
+    """Check every service the demo needs, declare its queues, and wire the demo to them."""
+    settings = ctx.settings
+    scheme = urlsplit(settings.broker_url).scheme.lower().removesuffix("s")
+    transport = ctx.plugin().transport(ctx.broker_config())
+    for queue in layout.queues:
+        _needed(lambda q=queue: transport.declare(q), HINTS.get(scheme, "start the broker"))  # type: ignore[misc]
+    admin = ctx.admin()
+    _needed(admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker")
+    store_scheme = urlsplit(settings.store_url).scheme.lower().removesuffix("s")
+    store = _needed(lambda: open_store(settings.store_url, timeout_s=settings.timeout_s), HINTS["redis"])
+    _needed(store.workers, HINTS.get(store_scheme, "check the --store URL"))
+    started_at = time.time()
+    return Wiring(
+        sink_factory=lambda: TransportSink(transport),
+        telemetry=lambda layout: read_telemetry(store, layout, started_at),
+        broker_view=lambda layout: read_broker(admin, layout),
+    )
+
+
+def _needed(call: Callable[[], T], hint: str) -> T:
+    """Run a first call to a service; when it cannot be reached, say what to start in the same line."""
+    try:
+        return call()
+    except NotAuthorized:
+        raise
+    except ConnectError as exc:
+        raise type(exc)(f"{exc}; the demo needs it: {hint}") from None
+
+
+class TransportSink:
+    """The traffic's sink on the broker plugin's transport: each batch one windowed, confirmed publish."""
+
+    def __init__(self, transport: BrokerTransport) -> None:
+        self._transport = transport
+
+    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+        result = self._transport.publish(
+            [Message(m.body, m.queue, message_id=m.job_id) for m in messages], window=64, rate=rate
+        )
+        confirmed = [outcome is PublishOutcome.CONFIRMED for outcome in result.outcomes]
+        return confirmed, str(result.error) if result.error is not None else ""
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+def read_telemetry(store: StateStore, layout: Layout, started_at: float) -> Telemetry:
+    """Add up the cumulative figures of this run's workers (started after it, on its queues).
+
+    A restarted worker is a new worker id; the one it replaced keeps its last figures in the store, so
+    adding every worker of the run counts each message once.
+    """
+    total = TaskStats()
+    by_type: dict[str, TaskStats] = {}
+    workers = 0
+    for record in store.workers():
+        snapshot = record.snapshot
+        if snapshot.started_at < started_at or not any(layout.owns(q) for q in snapshot.queues):
+            continue
+        workers += 1
+        for (queue, task_type), stats in snapshot.stats.items():
+            if layout.owns(queue):
+                by_type.setdefault(task_type, TaskStats()).add(stats)
+                total.add(stats)
+    return Telemetry(
+        total=_figures(total),
+        task_types={name: _figures(stats) for name, stats in by_type.items()},
+        workers=workers,
+    )
+
+
+def _figures(stats: TaskStats) -> TaskFigures:
+    return TaskFigures(
+        done=stats.done,
+        failed=stats.failed,
+        retried=stats.retried,
+        dead_lettered=stats.dead_lettered,
+        deduplicated=stats.deduplicated,
+        run=_latency(stats.run),
+        wait=_latency(stats.wait),
+    )
+
+
+def _latency(histogram: Histogram) -> Latency:
+    return Latency(histogram.quantile(0.5), histogram.quantile(0.99))
+
+
+def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
+    """Exact counts once the workers are stopped: what is left in the work and retry queues, what is in the
+    dead-letter queues, and why (from the ``x-tq-reason`` header of each dead letter, by peeking)."""
+    names = [q.name for q in admin.list_queues().queues if layout.owns(q.name)]
+    dead_letter_queues = set(layout.dead_letter_queues)
+    counts = {name: _exact_count(admin, name) for name in names}
+    reasons = _reasons(admin, {name: counts[name] for name in names if name in dead_letter_queues})
+    return BrokerView(
+        left_in_queues=sum(n for name, n in counts.items() if name not in dead_letter_queues),
+        in_dead_letter_queues=sum(n for name, n in counts.items() if name in dead_letter_queues),
+        reasons=reasons,
+    )
+
+
+def _reasons(admin: BrokerAdmin, dead_letter_counts: dict[str, int]) -> dict[str, int] | None:
+    """Dead letters by ``x-tq-reason`` (peeked: they stay where they are); None if the broker cannot peek."""
+    reasons: Counter[str] = Counter()
+    for name, count in sorted(dead_letter_counts.items()):
+        if not count:
+            continue
+        try:
+            peeked = admin.peek(name, min(count, PEEK_LIMIT))
+        except NotSupported:
+            return None
+        reasons.update(str(m.headers.get(HEADER_REASON, "unknown")) for m in peeked.messages)
+    return dict(reasons)
+
+
+def _exact_count(admin: BrokerAdmin, queue: str) -> int:
+    """The broker's own count (the management API's figures lag by seconds); nothing is consumed."""
+    with admin.open_transfer(queue) as session:
+        return session.count_at_start()
