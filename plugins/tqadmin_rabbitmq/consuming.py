@@ -177,10 +177,14 @@ class RabbitConsumer(ConfirmSession, Consumer):
                 self._flush_pending = False
         return True
 
-    def retry_later(self, message: Inbound, body: bytes, delay_s: float) -> bool:
-        headers = _own_headers(message.headers)
-        headers[DUE_MS] = int((time.time() + delay_s) * 1000)
-        out = Outgoing(body, tier_queue(self.queue, delay_s), "", message.message_id, headers)
+    def retry_later(
+        self, message: Inbound, body: bytes, delay_s: float, headers: Mapping[str, Any] | None = None
+    ) -> bool:
+        own = {**_own_headers(message.headers), **(headers or {})}
+        own[DUE_MS] = int((time.time() + delay_s) * 1000)
+        # Delay 0 goes straight back to the work queue; others wait in their tier's delay queue.
+        target = tier_queue(self.queue, delay_s) if delay_s > 0 else self.queue
+        out = Outgoing(body, target, "", message.message_id, own)
         return self._publish_then_ack(message, out)
 
     def dead_letter(self, message: Inbound, headers: Mapping[str, Any]) -> bool:

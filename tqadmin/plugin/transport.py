@@ -110,9 +110,12 @@ class Consumer(ABC):
         """Give deliveries nobody started back to the queue."""
 
     @abstractmethod
-    def retry_later(self, message: Inbound, body: bytes, delay_s: float) -> bool:
-        """Publish ``body`` (confirmed) so it comes back to the work queue after about ``delay_s``, then ack
-        the original; blocks until both happened. ``delay_s`` is one of the tiers given to ``declare``."""
+    def retry_later(
+        self, message: Inbound, body: bytes, delay_s: float, headers: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Publish ``body`` (confirmed), with the original's headers plus ``headers``, so it comes back to the
+        work queue after ``delay_s``, then ack the original; blocks until both happened. ``delay_s`` is 0
+        (straight back) or one of the tiers given to ``declare``."""
 
     @abstractmethod
     def dead_letter(self, message: Inbound, headers: Mapping[str, Any]) -> bool:
