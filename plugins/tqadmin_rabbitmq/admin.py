@@ -51,7 +51,8 @@ class RabbitMQAdmin(BrokerAdmin):
         alarms = self._alarms()
         names = {str(item["name"]) for item in items}
         stats = to_stats(items, self._clock(), self._router(names), self.api.where)
-        return QueueListing(tuple(stats), tuple(alarms), broker=f"{self.endpoint.base_url} vhost {self.vhost}")
+        broker = f"{self.endpoint.base_url} vhost {self.vhost}"
+        return QueueListing(tuple(stats), tuple(alarms), broker=broker)
 
     def queue_exists(self, queue: str) -> bool:
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
 from tqadmin.plugin.models import Alarm, QueueStats
@@ -159,7 +159,7 @@ def _rate(item: Mapping[str, Any], details: str, where: str) -> float | None:
         return 0.0
     rate = detail.get("rate") if isinstance(detail, Mapping) else None
     if not _is_number(rate):
-        raise BadResponse(f"{where} sent {details}.rate={rate!r} for queue {item['name']!r}: expected a number")
+        raise BadResponse(f"{where} sent {details}.rate={rate!r} for queue {item['name']!r}: not a number")
     return float(rate)
 
 
@@ -189,11 +189,11 @@ def _mapping(item: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]
     return value
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

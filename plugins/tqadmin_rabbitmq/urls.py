@@ -35,7 +35,9 @@ def management_endpoint(amqp_url: str, management_url: str | None) -> Management
     if management_url:
         api = urlsplit(management_url)
         if api.scheme not in ("http", "https"):
-            raise ConfigError(f"management URL {mask_url(management_url)!r} must start with http:// or https://")
+            raise ConfigError(
+                f"management URL {mask_url(management_url)!r} must start with http:// or https://"
+            )
         if api.username:
             username = unquote(api.username)
             password = unquote(api.password or "")
@@ -54,7 +56,7 @@ def management_endpoint(amqp_url: str, management_url: str | None) -> Management
 
 
 def _port(url: str) -> str:
-    """The explicit ``:port`` of a management URL, or ``""``; a bad one is a config error, not a crash later."""
+    """The explicit ``:port`` of a management URL, or ``""``; a bad one is a config error, not a crash."""
     try:
         port = urlsplit(url).port
     except ValueError:
