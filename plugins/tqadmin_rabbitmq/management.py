@@ -83,7 +83,7 @@ class ManagementClient:
     ) -> Any:
         """Send one request and return its decoded JSON body (``None`` for an empty body)."""
         deadline = time.monotonic() + self.timeout_s
-        call = f"{method} {self.endpoint.base_url}{path}"
+        call = f"{method} /{path}"
         try:
             request = self._http.build_request(method, path, params=params, json=body)
             response = self._http.send(request, stream=True)
@@ -165,13 +165,13 @@ class ManagementClient:
         cap = self.max_body_bytes if limit is None else limit
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
-            raise self._too_large(call, f"announced {int(declared)} bytes")
+            raise self._too_large(call, f"a body of {int(declared)} bytes")
         chunks: list[bytes] = []
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > cap:
-                raise self._too_large(call, f"more than {cap} bytes")
+                raise self._too_large(call, f"a body of more than {cap} bytes")
             if time.monotonic() > deadline:
                 raise self._timeout(call)
             chunks.append(chunk)
