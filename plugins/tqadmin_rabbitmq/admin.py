@@ -121,7 +121,6 @@ class RabbitMQAdmin(BrokerAdmin):
             detail=f"server-side: RabbitMQ shovel (ack-mode on-confirm, src-delete-after {count})",
         )
 
-
     def queue_exists(self, queue: str) -> bool:
         try:
             self.api.get_json(
