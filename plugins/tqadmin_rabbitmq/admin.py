@@ -2,27 +2,62 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, ClassVar
 
 import pika
 
+from tqadmin.errors import BadResponse, BrokerError, NotAuthorized, QueueNotFound
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing
 from tqadmin_rabbitmq.capabilities import CAPABILITIES
 from tqadmin_rabbitmq.connection import connect, translated
+from tqadmin_rabbitmq.listing import (
+    NODE_COLUMNS,
+    QUEUE_COLUMNS,
+    DeadLetterTarget,
+    Router,
+    parse_queue_page,
+    to_alarms,
+    to_stats,
+)
+from tqadmin_rabbitmq.management import ManagementClient, path_of
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
 from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
+from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
+
+PAGE_SIZE = 500  # the management API's largest page
+MAX_PAGES = 10_000  # a server that never stops paging is broken, not busy
 
 
 class RabbitMQAdmin(BrokerAdmin):
     capabilities: ClassVar[Capabilities] = CAPABILITIES
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        self.vhost = vhost_of(config.url)
+        self.endpoint = management_endpoint(config.url, config.management_url)
+        self._clock = clock
+        self._api: ManagementClient | None = None
+
+    @property
+    def api(self) -> ManagementClient:
+        """The management API client, opened on first use (creating it sends nothing)."""
+        if self._api is None:
+            self._api = ManagementClient(self.endpoint, self.config.timeout_s)
+        return self._api
 
     def list_queues(self) -> QueueListing:
-        raise NotImplementedError
+        """One paged, column-filtered listing of the vhost's queues plus one call for node alarms: the cost
+        is the same few calls whether the vhost holds ten queues or ten thousand."""
+        items = self._queue_items()
+        alarms = self._alarms()
+        names = {str(item["name"]) for item in items}
+        stats = to_stats(items, self._clock(), self._router(names), self.api.where)
+        broker = f"{self.endpoint.base_url} vhost {self.vhost}"
+        return QueueListing(tuple(stats), tuple(alarms), broker=broker)
 
     # --- messages over AMQP (peek, transfers, purge, server-side move) ---
 
@@ -85,6 +120,84 @@ class RabbitMQAdmin(BrokerAdmin):
             moved=count,
             detail=f"server-side: RabbitMQ shovel (ack-mode on-confirm, src-delete-after {count})",
         )
+
+    def queue_exists(self, queue: str) -> bool:
+        try:
+            self.api.get_json(
+                path_of("api", "queues", self.vhost, queue), {"columns": "name"}, missing=f"queue {queue!r}"
+            )
+        except QueueNotFound:
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._api is not None:
+            self._api.close()
+            self._api = None
+
+    def _queue_items(self) -> list[Mapping[str, Any]]:
+        params = {"page_size": str(PAGE_SIZE), "columns": ",".join(QUEUE_COLUMNS), "sort": "name"}
+        seen: dict[str, Mapping[str, Any]] = {}
+        for page in range(1, MAX_PAGES + 1):
+            document = self.api.get_json(
+                path_of("api", "queues", self.vhost),
+                {**params, "page": str(page)},
+                missing=f"vhost {self.vhost!r}",
+                missing_error=BrokerError,
+            )
+            parsed = parse_queue_page(document, self.api.where)
+            for item in parsed.items:  # a queue created between two pages may show up twice
+                seen.setdefault(str(item["name"]), item)
+            if page >= parsed.page_count or not parsed.items:
+                return list(seen.values())
+        raise BadResponse(f"{self.api.where} kept paging past {MAX_PAGES} pages of queues")
+
+    def _alarms(self) -> list[Alarm]:
+        try:
+            nodes = self.api.get_json("api/nodes", {"columns": ",".join(NODE_COLUMNS)})
+        except NotAuthorized:
+            # Listing nodes needs the monitoring tag; a plain management user still gets its queues.
+            return [Alarm("?", "alarms_unknown", "this user may not read node alarms (needs monitoring tag)")]
+        return to_alarms(nodes, self.api.where)
+
+    def _router(self, queues: Collection[str]) -> Router:
+        """Resolve a dead-letter exchange to a queue: the default exchange routes by name; another exchange
+        by its bindings, fetched once per exchange and poll (only for queues that have such a DLX)."""
+        bindings: dict[str, list[tuple[str, str]]] = {}
+
+        def route(target: DeadLetterTarget, queue: str) -> str | None:
+            # Without a dead-letter routing key, RabbitMQ keeps the message's own key: usually the queue name.
+            key = target.routing_key if target.routing_key is not None else queue
+            if target.exchange == "":
+                return key if key in queues else None
+            if target.exchange not in bindings:
+                bindings[target.exchange] = self._queue_bindings(target.exchange)
+            bound = bindings[target.exchange]
+            for pattern in (key, "#", ""):
+                for routing_key, destination in bound:
+                    if routing_key == pattern and destination in queues:
+                        return destination
+            return None
+
+        return route
+
+    def _queue_bindings(self, exchange: str) -> list[tuple[str, str]]:
+        """``(routing_key, queue)`` for every queue bound to ``exchange``; none when it does not exist."""
+        try:
+            document = self.api.get_json(
+                path_of("api", "exchanges", self.vhost, exchange, "bindings", "source"),
+                {"columns": "destination,destination_type,routing_key"},
+                missing=f"dead-letter exchange {exchange!r}",
+            )
+        except QueueNotFound:
+            return []
+        if not isinstance(document, list):
+            raise BadResponse(f"{self.api.where} sent bindings of {exchange!r} that are not a JSON array")
+        return [
+            (str(b.get("routing_key", "")), str(b.get("destination")))
+            for b in document
+            if isinstance(b, Mapping) and b.get("destination_type") == "queue"
+        ]
 
 
 def _queue_depth(connection: pika.BlockingConnection, url: str, queue: str) -> int:

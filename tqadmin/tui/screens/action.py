@@ -18,7 +18,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, ProgressBar, Static
 
-from tqadmin import audit
 from tqadmin.plugin.models import ActionReport
 from tqadmin.tui import actions
 from tqadmin.tui.connect import describe_error
@@ -105,12 +104,16 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="action")
     def plan_transfer(self) -> None:
+        admin = self.tq.admin_factory(self.tq.settings)
         try:
-            report = actions.plan(self.tq.admin_factory(self.tq.settings), self.request)
+            report = actions.plan(admin, self.request)
         except Exception as exc:
             self.post_message(ActionFinished(None, describe_error(exc)))
         else:
             self.post_message(ActionPlanned(report))
+        finally:
+            if admin is not self.tq._admin:
+                admin.close()
 
     def on_action_planned(self, event: ActionPlanned) -> None:
         self.plan = event.report
@@ -162,10 +165,15 @@ class ActionScreen(ModalScreen[ActionReport | None]):
                 self._progressed,
                 self.cancel_event,
             )
+        except actions.PartialAction as exc:
+            self.post_message(ActionFinished(exc.report, describe_error(exc)))
         except Exception as exc:
             self.post_message(ActionFinished(None, describe_error(exc)))
         else:
             self.post_message(ActionFinished(report, None))
+        finally:
+            if admin is not self.tq._admin:
+                admin.close()
 
     def _progressed(self, done: int, total: int | None) -> None:
         self.post_message(ActionProgressed(done, total))
@@ -176,22 +184,17 @@ class ActionScreen(ModalScreen[ActionReport | None]):
     def on_action_finished(self, event: ActionFinished) -> None:
         self.running = False
         settings = self.tq.settings
-        if event.report is None:
-            if self.plan is not None or self.request.action in {"purge"}:
-                audit.append(
-                    settings.audit_log,
-                    profile=settings.profile,
-                    action=self.request.action,
-                    target=self.request.target or self.request.source,
-                    count=0,
-                    outcome="error",
-                    extra={"source": self.request.source, "error": event.error, "via": "tui"},
-                )
-            self.notify(event.error or "failed", title=f"{self.request.action} failed", severity="error")
+        if event.error is not None:
+            if self.plan is not None:  # past the dry run: something may have been sent, so it is audited
+                request = self.request
+                done = event.report or ActionReport(request.action, request.source, request.target)
+                actions.record(settings, done, outcome="error")
+            self.notify(event.error, title=f"{self.request.action} failed", severity="error")
             self.dismiss(None)
             return
-        if not event.report.dry_run:
-            actions.record(settings, event.report)
+        if event.report is None:
+            return
+        actions.record(settings, event.report)
         self.notify(
             actions.summary(event.report),
             title=f"{self.request.action} done",

@@ -70,7 +70,9 @@ class Histogram(PlotextPlot):
         if series:
             labels = [seconds(bound) for bound, _ in series[0][1].buckets]
             plt.multiple_bar(
-                labels, [_counts(latency) for _, latency in series], labels=[clean(n) for n, _ in series]
+                labels,
+                [_counts(latency) for _, latency in series],
+                labels=[clean(n) for n, _ in series],  # type: ignore[call-arg] # stub says label
             )
         self.refresh()
 
