@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from functools import partial
 from urllib.parse import urlsplit
 
 from tqadmin.commands.context import CommandContext
@@ -28,7 +28,6 @@ from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
 
-T = TypeVar("T")
 PEEK_LIMIT = 2000
 HINTS = {
     "amqp": "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) "
@@ -42,15 +41,18 @@ HINTS = {
 def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     """Check every service the demo needs, declare its queues, and wire the demo to them."""
     settings = ctx.settings
-    scheme = urlsplit(settings.broker_url).scheme.lower().removesuffix("s")
+    scheme = _kind(settings.broker_url)
+    store = open_store(settings.store_url, timeout_s=settings.timeout_s)
+    admin = ctx.admin()
+    _all_reachable(
+        [
+            (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
+            (admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker"),
+        ]
+    )
     transport = ctx.plugin().transport(ctx.broker_config())
     for queue in layout.queues:
-        _needed(lambda q=queue: transport.declare(q), HINTS.get(scheme, "start the broker"))  # type: ignore[misc]
-    admin = ctx.admin()
-    _needed(admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker")
-    store_scheme = urlsplit(settings.store_url).scheme.lower().removesuffix("s")
-    store = _needed(lambda: open_store(settings.store_url, timeout_s=settings.timeout_s), HINTS["redis"])
-    _needed(store.workers, HINTS.get(store_scheme, "check the --store URL"))
+        _all_reachable([(partial(transport.declare, queue), HINTS.get(scheme, "start the broker"))])
     started_at = time.time()
     return Wiring(
         sink_factory=lambda: TransportSink(transport),
@@ -59,14 +61,27 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     )
 
 
-def _needed(call: Callable[[], T], hint: str) -> T:
-    """Run a first call to a service; when it cannot be reached, say what to start in the same line."""
-    try:
-        return call()
-    except NotAuthorized:
-        raise
-    except ConnectError as exc:
-        raise type(exc)(f"{exc}; the demo needs it: {hint}") from None
+def _kind(url: str) -> str:
+    """``amqp`` for amqp:// and amqps://, ``redis`` for redis:// and rediss://, else the scheme."""
+    scheme = urlsplit(url).scheme.lower()
+    return {"amqps": "amqp", "rediss": "redis"}.get(scheme, scheme)
+
+
+def _all_reachable(checks: Sequence[tuple[Callable[[], object], str]]) -> None:
+    """Make a first call to each service; name every one that cannot be reached, and what to do, in one
+    line (a wrong password is reported as it is: starting something would not help)."""
+    problems: list[str] = []
+    first: ConnectError | None = None
+    for call, hint in checks:
+        try:
+            call()
+        except NotAuthorized:
+            raise
+        except ConnectError as exc:
+            first = first or exc
+            problems.append(f"{str(exc).rstrip('.')} - to run the demo, {hint}")
+    if first is not None:
+        raise type(first)("; and ".join(problems))
 
 
 class TransportSink:
