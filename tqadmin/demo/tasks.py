@@ -14,9 +14,16 @@ from typing import Any
 from tqadmin import FatalError, TransientError, task
 from tqadmin.demo.chaos import Chaos, Outcome
 from tqadmin.pipeline.tasks import TaskContext
+from tqadmin.store.keys import job_tag
 
 CHAOS = Chaos.from_env()
-LEDGER_KEY = "tqadmin:demo:{prefix}:charged_cents"
+
+
+def ledger_key(queue_prefix: str, job_id: str) -> str:
+    """One ledger entry per charge, carrying the job's hash tag so the effect and the completion mark share
+    a slot on Redis Cluster; ``times`` above 1 would be a double charge."""
+    return f"{queue_prefix}:charge:{job_tag(job_id)}"
+
 
 # What each task type's injected failures look like in the dead-letter queue's x-tq-error.
 FAILURES: dict[str, tuple[str, str]] = {
@@ -67,19 +74,23 @@ def charge_card(ctx: TaskContext, job: dict[str, Any]) -> dict[str, Any]:
     """Charges once however often the job is delivered: the ledger entry commits with the completion mark."""
     strike(ctx)
     amount = int(job.get("amount_cents", 0))
-    prefix = ctx.queue.rsplit(".", 1)[0] if ctx.queue else "demo"
-    ctx.once(lambda tx: record_charge(tx, LEDGER_KEY.format(prefix=prefix), amount))
+    key = ledger_key(ctx.queue.rsplit(".", 1)[0] if ctx.queue else "demo", ctx.job_id)
+    ctx.once(lambda tx: record_charge(tx, key, amount))
     return {"customer": job.get("customer"), "charged_cents": amount}
 
 
 def record_charge(tx: Any, key: str, amount_cents: int) -> None:
-    """Add to the demo's ledger inside the store's transaction: a Redis pipeline or an SQLite connection."""
-    if hasattr(tx, "incrby"):
-        tx.incrby(key, amount_cents)
+    """Write the ledger entry inside the store's transaction: a Redis pipeline or an SQLite connection."""
+    if hasattr(tx, "hincrby"):
+        tx.hincrby(key, "times", 1)
+        tx.hincrby(key, "cents", amount_cents)
         return
-    tx.execute("CREATE TABLE IF NOT EXISTS demo_ledger (key TEXT PRIMARY KEY, cents INTEGER NOT NULL)")
     tx.execute(
-        "INSERT INTO demo_ledger (key, cents) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET cents = cents + excluded.cents",
+        "CREATE TABLE IF NOT EXISTS demo_ledger "
+        "(key TEXT PRIMARY KEY, times INTEGER NOT NULL, cents INTEGER NOT NULL)"
+    )
+    tx.execute(
+        "INSERT INTO demo_ledger (key, times, cents) VALUES (?, 1, ?) "
+        "ON CONFLICT(key) DO UPDATE SET times = times + 1, cents = cents + excluded.cents",
         (key, amount_cents),
     )
