@@ -3,13 +3,15 @@
 import dataclasses
 import os
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.dashboard import run_with_dashboard
 from tqadmin.demo.layout import Layout, plan
 from tqadmin.demo.orchestrator import Demo, Wiring, WorkerOptions, WorkersGaveUp, worker_commands, worker_env
 from tqadmin.demo.processes import Supervisor
@@ -141,3 +143,33 @@ def test_the_summary_says_so_when_messages_are_missing() -> None:
     lost = dataclasses.replace(summary(), telemetry=Telemetry())
     assert not lost.balanced
     assert "MISMATCH" in lost.render()
+
+
+class FakeApp:
+    """Blocks in ``run`` until ``exit`` is called from the supervising thread, like a Textual app."""
+
+    def __init__(self, quit_after_s: float | None = None) -> None:
+        self.exited = threading.Event()
+        self.quit_after_s = quit_after_s
+
+    def run(self) -> None:
+        self.exited.wait(self.quit_after_s if self.quit_after_s is not None else 30)
+
+    def exit(self) -> None:
+        self.exited.set()
+
+    def call_from_thread(self, fn: Callable[[], None]) -> None:
+        fn()
+
+
+def test_with_the_dashboard_the_demo_ends_the_app_when_its_duration_is_over(tmp_path: Path) -> None:
+    app = FakeApp()
+    summary = run_with_dashboard(make_demo(tmp_path, SLEEPER, CatchingUpWorkers()), lambda: app, 0.3)
+    assert app.exited.is_set()
+    assert summary.traffic.published > 0
+
+
+def test_quitting_the_dashboard_stops_the_demo(tmp_path: Path) -> None:
+    demo = make_demo(tmp_path, SLEEPER, CatchingUpWorkers())
+    run_with_dashboard(demo, lambda: FakeApp(quit_after_s=0.2), None)
+    assert demo.supervisor.alive() == 0

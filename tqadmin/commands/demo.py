@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         from tqadmin.demo.dashboard import run_with_dashboard
 
         with stop_on_signals(demo):
-            summary = run_with_dashboard(demo, app_class, args.duration, urls)
+            summary = run_with_dashboard(demo, lambda: app_class(settings=settings), args.duration)
     ctx.emit(summary.to_json(), summary.render)
     return int(ExitCode.OK)
 

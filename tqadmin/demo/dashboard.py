@@ -1,33 +1,28 @@
 """Run the demo behind the dashboard: the app owns the terminal, a thread supervises the workers.
 
-The app is told nothing special: it reads the same broker and store URLs from the environment as the CLI, so
-what it shows is what any ``tqadmin`` would show on these brokers. When the duration ends, the workers give
-up, or SIGTERM arrives, the supervising thread asks the app to exit; when the user quits the app, the demo
-stops.
+The app gets the demo's own settings (the same broker and store), so what it shows is what any ``tqadmin``
+would show on these brokers. When the duration ends, the workers give up, or SIGTERM arrives, the
+supervising thread asks the app to exit; when the user quits the app, the demo stops.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tqadmin.demo.orchestrator import Demo
 from tqadmin.demo.summary import Summary
 
 
-def run_with_dashboard(
-    demo: Demo, app_class: type, duration_s: float | None, urls: Mapping[str, str | None]
-) -> Summary:
+def run_with_dashboard(demo: Demo, make_app: Callable[[], Any], duration_s: float | None) -> Summary:
     """Run until the app is quit (or the demo ends), then stop the demo and return its summary.
 
     The supervising thread lives until the demo has finished: workers it restarted are tied to it by the
     kernel's parent-death signal, so it must not end while they are still needed to drain the queues.
     """
-    os.environ.update({name: value for name, value in urls.items() if value})
-    app: Any = app_class()
+    app = make_app()
     failure: list[BaseException] = []
     app_closed = threading.Event()
     finished = threading.Event()
