@@ -29,7 +29,12 @@ def iso_utc(epoch_s: float) -> str:
 
 def describe_error(exc: BaseException) -> str:
     """``Class: message``, secrets masked, at most :data:`MAX_ERROR_BYTES` bytes of UTF-8."""
-    text = mask_text(f"{type(exc).__name__}: {exc}")
+    return clip_error(f"{type(exc).__name__}: {exc}")
+
+
+def clip_error(text: str) -> str:
+    """Mask secrets in ``text`` and cut it to at most :data:`MAX_ERROR_BYTES` bytes of UTF-8."""
+    text = mask_text(text)
     raw = text.encode("utf-8")
     if len(raw) <= MAX_ERROR_BYTES:
         return text
