@@ -31,12 +31,13 @@ POLL_S = 0.5
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
-    """The ``tqadmin worker`` options every demo worker gets: short backoffs so retries show up quickly."""
+    """The ``tqadmin worker`` options every demo worker gets: short backoffs so retries show up quickly, and
+    a cap of one second, which keeps the retry delay queues to five per work queue on the dashboard."""
 
     concurrency: int = 4
     max_retries: int = 3
     backoff_base_s: float = 0.2
-    backoff_cap_s: float = 2.0
+    backoff_cap_s: float = 1.0
     job_timeout_s: float = 2.0
 
 

@@ -189,4 +189,6 @@ def _seconds(latency: Latency) -> list[str | None]:
 def _fmt(value: float | None) -> str | None:
     if value is None:
         return None
+    if value < 0.01:
+        return f"{value * 1000:.1f} ms"
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
