@@ -146,14 +146,15 @@ def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
     """Counts once the workers are stopped: what is left in the work and retry queues, what is in the
     dead-letter queues, and why (from the ``x-tq-reason`` header of each dead letter, by peeking).
 
-    The management API's figures lag by a few seconds, so every queue it does not report empty, and every
-    dead-letter queue, is counted again by the broker itself; the many retry queues it reports empty cost
-    nothing more.
+    The management API's figures lag by a few seconds, so the work and dead-letter queues, and any retry
+    queue it does not report empty, are counted again by the broker itself; the many retry queues it
+    reports empty cost nothing more.
     """
     dead_letter_queues = set(layout.dead_letter_queues)
+    always = dead_letter_queues | set(layout.queues)
     listed = {q.name: q.messages for q in admin.list_queues().queues if layout.owns(q.name)}
     counts = {
-        name: _exact_count(admin, name) if (listed_count or name in dead_letter_queues) else 0
+        name: _exact_count(admin, name) if (listed_count or name in always) else 0
         for name, listed_count in listed.items()
     }
     reasons = _reasons(admin, {name: counts[name] for name in counts if name in dead_letter_queues})
