@@ -16,49 +16,17 @@ from typing import Any
 
 from tqadmin.commands.context import table
 from tqadmin.demo.traffic import TrafficCounts
-
-
-@dataclass(frozen=True, slots=True)
-class Latency:
-    """Percentiles in seconds; ``None`` when nothing was measured."""
-
-    p50: float | None = None
-    p99: float | None = None
-
-    def to_json(self) -> dict[str, float | None]:
-        return {"p50": self.p50, "p99": self.p99}
-
-
-@dataclass(frozen=True, slots=True)
-class TaskFigures:
-    """Cumulative worker counters and latency for one task type (or for all of them)."""
-
-    done: int = 0
-    failed: int = 0
-    retried: int = 0
-    dead_lettered: int = 0
-    deduplicated: int = 0
-    run: Latency = field(default_factory=Latency)
-    wait: Latency = field(default_factory=Latency)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "done": self.done,
-            "failed": self.failed,
-            "retried": self.retried,
-            "dead_lettered": self.dead_lettered,
-            "deduplicated": self.deduplicated,
-            "run": self.run.to_json(),
-            "wait": self.wait.to_json(),
-        }
+from tqadmin.telemetry.counters import TaskStats
+from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.window import figures_json
 
 
 @dataclass(frozen=True, slots=True)
 class Telemetry:
-    """The workers' view: every task type's figures and the merged total."""
+    """The workers' view: cumulative counters and latency histograms per task type, and merged."""
 
-    total: TaskFigures = field(default_factory=TaskFigures)
-    task_types: Mapping[str, TaskFigures] = field(default_factory=dict)
+    total: TaskStats = field(default_factory=TaskStats)
+    task_types: Mapping[str, TaskStats] = field(default_factory=dict)
     workers: int = 0
 
 
@@ -115,9 +83,9 @@ class Summary:
             "in_dead_letter_queues": self.broker.in_dead_letter_queues,
             "dead_letter_reasons": dict(self.broker.reasons) if self.broker.reasons is not None else None,
             "balanced": self.balanced,
-            "run": t.run.to_json(),
-            "wait": t.wait.to_json(),
-            "task_types": {name: f.to_json() for name, f in sorted(self.telemetry.task_types.items())},
+            "run": t.run.percentiles(),
+            "wait": t.wait.percentiles(),
+            "task_types": {name: figures_json(f) for name, f in sorted(self.telemetry.task_types.items())},
             "log_dir": self.log_dir,
             "notes": list(self.notes),
         }
@@ -182,8 +150,8 @@ def _latency_table(telemetry: Telemetry) -> str:
     return table(headers, rows)
 
 
-def _seconds(latency: Latency) -> list[str | None]:
-    return [_fmt(latency.p50), _fmt(latency.p99)]
+def _seconds(histogram: Histogram) -> list[str | None]:
+    return [_fmt(histogram.quantile(0.5)), _fmt(histogram.quantile(0.99))]
 
 
 def _fmt(value: float | None) -> str | None:

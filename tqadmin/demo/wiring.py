@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from tqadmin.commands.context import CommandContext
 from tqadmin.demo.layout import Layout
 from tqadmin.demo.orchestrator import Wiring
-from tqadmin.demo.summary import BrokerView, Latency, TaskFigures, Telemetry
+from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
 from tqadmin.errors import ConnectError, NotAuthorized, NotSupported
 from tqadmin.plugin.base import BrokerAdmin
@@ -26,7 +26,6 @@ from tqadmin.plugin.transport import Outgoing as Message
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import TaskStats
-from tqadmin.telemetry.histogram import Histogram
 
 PEEK_LIMIT = 2000
 HINTS = {
@@ -119,27 +118,7 @@ def read_telemetry(store: StateStore, layout: Layout, started_at: float) -> Tele
             if layout.owns(queue):
                 by_type.setdefault(task_type, TaskStats()).add(stats)
                 total.add(stats)
-    return Telemetry(
-        total=_figures(total),
-        task_types={name: _figures(stats) for name, stats in by_type.items()},
-        workers=workers,
-    )
-
-
-def _figures(stats: TaskStats) -> TaskFigures:
-    return TaskFigures(
-        done=stats.done,
-        failed=stats.failed,
-        retried=stats.retried,
-        dead_lettered=stats.dead_lettered,
-        deduplicated=stats.deduplicated,
-        run=_latency(stats.run),
-        wait=_latency(stats.wait),
-    )
-
-
-def _latency(histogram: Histogram) -> Latency:
-    return Latency(histogram.quantile(0.5), histogram.quantile(0.99))
+    return Telemetry(total=total, task_types=by_type, workers=workers)
 
 
 def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
