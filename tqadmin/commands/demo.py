@@ -12,6 +12,7 @@ import re
 
 from tqadmin.cli import _positive_float
 from tqadmin.commands.context import CommandContext
+from tqadmin.commands.transfer_options import positive_int
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
@@ -38,7 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"seconds to run (default {HEADLESS_DURATION_S:.0f} with --no-ui, else until you quit the UI)",
     )
-    parser.add_argument("--workers", type=_count, default=4, metavar="N", help="worker processes (default 4)")
+    parser.add_argument(
+        "--workers", type=positive_int, default=4, metavar="N", help="worker processes (default 4)"
+    )
     parser.add_argument("--rate", type=_positive_float, default=10.0, metavar="R", help="jobs a second (10)")
     parser.add_argument(
         "--failure-rate",
@@ -56,7 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the injected failures and the traffic")
     parser.add_argument(
-        "--concurrency", type=_count, default=4, metavar="N", help="jobs each worker runs at once (4)"
+        "--concurrency", type=positive_int, default=4, metavar="N", help="jobs each worker runs at once (4)"
     )
     parser.add_argument(
         "--job-timeout", type=_positive_float, default=2.0, metavar="S", help="the workers' --job-timeout (2)"
@@ -128,16 +131,6 @@ def _dashboard() -> type:
             f"the dashboard cannot be opened ({exc}); run `tqadmin demo --no-ui` for the headless demo"
         ) from None
     return TqadminApp
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _fraction(text: str) -> float:
