@@ -141,3 +141,16 @@ def test_job_ids_with_braces_or_odd_characters_get_their_own_records(store: Stat
         assert store.claim(job_id, "worker-a", 30).state is ClaimState.CLAIMED
     claim = store.claim("a{b}", "worker-b", 30)
     assert claim.state is ClaimState.HELD
+
+
+def test_batches_behave_like_one_call_per_job_in_order(store: StateStore) -> None:
+    done_before = store.claim("b-done", "worker-a", 30)
+    store.complete(done_before)
+    store.claim("b-held", "worker-a", 30)
+    claims = store.claim_many(["b-new", "b-done", "b-held"], "worker-b", 30)
+    assert [c.state for c in claims] == [ClaimState.CLAIMED, ClaimState.DONE, ClaimState.HELD]
+    assert [c.job_id for c in claims] == ["b-new", "b-done", "b-held"]
+    assert store.renew_many([claims[0], done_before], 30) == [True, False]
+    assert store.complete_many([claims[0], done_before]) == [True, False]
+    assert store.done_among(["b-new", "b-done", "b-held"]) == {"b-new", "b-done"}
+    assert store.claim_many([], "worker-b", 30) == []
