@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,14 +37,14 @@ def stores(request: pytest.FixtureRequest, unique: str, tmp_path: Path) -> Itera
     else:
         url = f"sqlite:///{tmp_path / 'store.db'}?prefix={prefix}"
         db_path = tmp_path / "store.db"
-        with sqlite3.connect(db_path) as setup:
+        with contextlib.closing(sqlite3.connect(db_path)) as setup, setup:
             setup.execute("CREATE TABLE IF NOT EXISTS effects (job_id TEXT)")
 
         def sqlite_effect(job_id: str) -> Effect:
             return lambda tx: tx.execute("INSERT INTO effects VALUES (?)", (job_id,))
 
         def sqlite_count(job_id: str) -> int:
-            with sqlite3.connect(db_path) as reader:
+            with contextlib.closing(sqlite3.connect(db_path)) as reader:
                 return int(
                     reader.execute("SELECT COUNT(*) FROM effects WHERE job_id = ?", (job_id,)).fetchone()[0]
                 )

@@ -1,9 +1,7 @@
 """Pipeline, store contract and telemetry import no driver and no Textual; Redis loads only on use."""
 
-import subprocess
-import sys
-
 import pytest
+from test_layering import test_module_imports_no_driver_and_no_textual as imports_no_driver
 
 PURE = [
     "tqadmin.pipeline.retry",
@@ -16,16 +14,8 @@ PURE = [
     "tqadmin.commands.workers",
     "tqadmin.commands.stats",
 ]
-FORBIDDEN = ["textual", "pika", "redis", "boto3", "botocore", "httpx"]
 
 
 @pytest.mark.parametrize("module", PURE)
-def test_module_imports_no_driver_and_no_textual(module: str) -> None:
-    code = (
-        f"import sys, importlib; importlib.import_module({module!r}); "
-        f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert loaded == "", f"{module} pulled in {loaded}"
+def test_pipeline_core_module_imports_no_driver_and_no_textual(module: str) -> None:
+    imports_no_driver(module)

@@ -9,7 +9,7 @@ atomically with the write (Kleppmann, "How to do distributed locking").
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -151,6 +151,18 @@ class HeartbeatStore(ABC):
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         """The store's clock now, and for every worker that beat within the last ``window_s`` its latest
         reading and baseline; O(workers) reads, however long the window."""
+
+
+def unique_chunks(job_ids: Iterable[str], size: int) -> Iterator[list[str]]:
+    """The ids without repeats, in slices of ``size``, for stores that look many up in one request."""
+    ids = list(dict.fromkeys(job_ids))
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def by_start(records: Iterable[WorkerRecord]) -> list[WorkerRecord]:
+    """Workers in the order they started (the listing order of ``workers``)."""
+    return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
 
 
 class StateStore(CompletionStore, HeartbeatStore, ABC):

@@ -25,6 +25,8 @@ from tqadmin.store.base import (
     StateStore,
     WorkerHistory,
     WorkerRecord,
+    by_start,
+    unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
 from tqadmin.store.redis_scripts import Script
@@ -195,11 +197,9 @@ class RedisStore(StateStore):
         return bool(released)
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
-        ids = list(dict.fromkeys(job_ids))
         done: set[str] = set()
         with _translated(self.url):
-            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
-                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+            for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 pipe = self._client.pipeline(transaction=False)
                 for job_id in chunk:
                     pipe.hget(job_key(self.prefix, job_id), "state")
@@ -249,7 +249,7 @@ class RedisStore(StateStore):
                     alive=age_ms <= promised.get(worker_id, 0),
                 )
             )
-        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+        return by_start(records)
 
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         latest, seen, _ = heartbeat_keys(self.prefix)

@@ -26,6 +26,8 @@ from tqadmin.store.base import (
     StateStore,
     WorkerHistory,
     WorkerRecord,
+    by_start,
+    unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -185,12 +187,10 @@ class SQLiteStore(StateStore):
             return self._if_current(db, claim, f"state = 'released', expires_ms = NULL, crashes = {crashes}")
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
-        ids = list(dict.fromkeys(job_ids))
         done: set[str] = set()
         with self._translated():
             db = self._connection()
-            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
-                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+            for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 marks = ",".join("?" * len(chunk))
                 rows = db.execute(
                     f"SELECT job_id FROM tq_jobs WHERE ns = ? AND state = 'done' AND job_id IN ({marks})",  # noqa: S608
@@ -244,7 +244,7 @@ class SQLiteStore(StateStore):
                 WorkerRecord(WorkerSnapshot.decode(doc), max(now - beat, 0) / 1000, now - beat <= ttl)
                 for doc, beat, ttl in rows
             ]
-        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+        return by_start(records)
 
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         now = self._now_ms()
