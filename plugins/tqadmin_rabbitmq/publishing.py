@@ -158,13 +158,12 @@ class PublishRun(ConfirmSession):
             return
         if self.in_flight and time.monotonic() - self.last_progress > self.timeout_s:
             where = f"RabbitMQ at {mask_url(self.url)}"
-            self.error = (
-                Blocked(f"{where} blocks publishers (a memory or disk alarm): see `tqadmin queues` for alarms")
-                if self.blocked
-                else ConnectTimeout(
-                    f"{where} confirmed nothing for {self.timeout_s:g} s: check the broker's health and alarms"
-                )
-            )
+            if self.blocked:
+                alarm = "a memory or disk alarm: see `tqadmin queues` for alarms"
+                self.error = Blocked(f"{where} blocks publishers ({alarm})")
+            else:
+                health = "check the broker's health and alarms"
+                self.error = ConnectTimeout(f"{where} confirmed nothing for {self.timeout_s:g} s: {health}")
             self.fatal = True
             self.fail(self.error)
             return

@@ -8,6 +8,7 @@ every publisher on the machine). The proxy forwards whole frames so that it can 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -90,10 +91,8 @@ class _Pair:
 
     def close(self) -> None:
         for s in (self.client, self.server):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
 

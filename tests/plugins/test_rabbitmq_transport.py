@@ -11,10 +11,10 @@ import pika
 import pytest
 from amqp_proxy import AmqpProxy
 from rabbit_queues import AMQP_URL, api, delete_queues, depth, drain, queue_info
+from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin_rabbitmq import RabbitMQPlugin
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -56,7 +56,7 @@ def test_declare_binds_the_queue_makes_its_dlq_and_one_ttl_delay_queue_per_tier(
     }
     assert queue_info(f"{queue}.retry.2s")["arguments"]["x-message-ttl"] == 2000
     assert queue_info(f"{queue}.dlq")["durable"] is True
-    bindings = api(f"exchanges/%2F/task_exchange/bindings/source")
+    bindings = api("exchanges/%2F/task_exchange/bindings/source")
     assert any(b["destination"] == queue and b["routing_key"] == queue for b in bindings)
 
 
