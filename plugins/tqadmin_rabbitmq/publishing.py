@@ -18,7 +18,7 @@ from typing import Any
 
 import pika.exceptions as pe
 
-from tqadmin.errors import ConnectTimeout, Nacked, TqadminError, Unroutable
+from tqadmin.errors import Blocked, ConnectTimeout, Nacked, TqadminError, Unroutable
 from tqadmin.masking import mask_url
 from tqadmin.plugin.transport import Outcome, Outgoing, PublishResult
 from tqadmin_rabbitmq.confirms import Settlement
@@ -49,6 +49,7 @@ class PublishRun(ConfirmSession):
         self.next_send_at = 0.0
         self.pump_scheduled = False
         self.last_progress = time.monotonic()
+        self.blocked = False
 
     def run(self) -> PublishResult:
         attempt = 0
@@ -149,14 +150,20 @@ class PublishRun(ConfirmSession):
             return Unroutable(f"job {message.message_id} was unroutable: no queue is bound to {where}")
         return Nacked(f"RabbitMQ nacked job {message.message_id} sent to {where}: it was not stored")
 
+    def on_blocked(self, blocked: bool) -> None:
+        self.blocked = blocked
+
     def _watchdog(self) -> None:
         if self.channel is None or self.closing or self.connection is None:
             return
         if self.in_flight and time.monotonic() - self.last_progress > self.timeout_s:
-            self.error = ConnectTimeout(
-                f"RabbitMQ at {mask_url(self.url)} confirmed nothing for {self.timeout_s:g} s: "
-                "check the broker's health and alarms"
-            )
+            where = f"RabbitMQ at {mask_url(self.url)}"
+            if self.blocked:
+                alarm = "a memory or disk alarm: see `tqadmin queues` for alarms"
+                self.error = Blocked(f"{where} blocks publishers ({alarm})")
+            else:
+                health = "check the broker's health and alarms"
+                self.error = ConnectTimeout(f"{where} confirmed nothing for {self.timeout_s:g} s: {health}")
             self.fatal = True
             self.fail(self.error)
             return

@@ -90,6 +90,8 @@ class ConfirmSession:
         connection.ioloop.stop()
 
     def _on_channel(self, channel: Channel) -> None:
+        self.tracker.fail_all()
+        self.tracker = ConfirmTracker()  # delivery tags count from 1 again on every new channel
         channel.add_on_close_callback(self._on_channel_closed)
         channel.add_on_return_callback(self._on_return)
         channel.confirm_delivery(

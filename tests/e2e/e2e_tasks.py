@@ -1,7 +1,8 @@
 """Tasks the end-to-end tests run through `tqadmin worker --tasks tests/e2e/e2e_tasks.py`.
 
 Executions and effects are counted apart: ``runs`` is a plain counter bumped on every execution (it may
-exceed one under crashes and duplicates), ``effects`` is bumped through ``ctx.once`` (must end at exactly one).
+exceed one under crashes and duplicates), ``effects`` is bumped through ``ctx.once`` (must end at exactly
+one).
 The Redis keys are named by the job (``key``), so tests running in parallel never share them.
 """
 

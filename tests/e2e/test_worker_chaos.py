@@ -1,0 +1,52 @@
+"""5,000 jobs through 4 worker processes while one of them is SIGKILLed every 2 s; and a long job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from worker_harness import Pipeline, pipeline  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis, pytest.mark.slow]
+
+JOBS = 5000
+WORKER = ("--concurrency", "4", "--prefetch", "16", "--lease", "2", "--crash-limit", "10")
+
+
+def test_sigkilling_a_worker_every_2_s_loses_no_job_and_commits_every_effect_exactly_once(
+    pipeline: Pipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}", "work_s": 0.02} for i in range(JOBS)])
+    workers = [pipeline.start(*WORKER) for _ in range(4)]
+    kills = 0
+    deadline = time.monotonic() + 80
+    while len(pipeline.effects()) < JOBS and time.monotonic() < deadline:
+        time.sleep(2)
+        victim = kills % len(workers)
+        pipeline.kill(workers[victim])
+        workers[victim] = pipeline.start(*WORKER)
+        kills += 1
+    pipeline.wait_for(lambda: len(pipeline.effects()) == JOBS, 30, "every job's effect")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 30, "the queue to drain")
+
+    effects, runs = pipeline.effects(), pipeline.runs()
+    assert set(effects) == set(ids)  # 0 lost
+    assert set(effects.values()) == {1}  # every effect committed exactly once
+    assert pipeline.depth(f"{pipeline.queue}.dlq") == 0
+    executions = sum(runs.values())
+    assert executions >= JOBS and kills >= 3
+    with capsys.disabled():
+        print(
+            f"\nchaos: {JOBS} jobs, {kills} SIGKILLs, {executions} executions "
+            f"({executions - JOBS} re-run after a kill), {sum(effects.values())} effects, 0 lost"
+        )
+
+
+def test_a_30_s_job_with_a_5_s_amqp_heartbeat_runs_once(pipeline: Pipeline) -> None:
+    pipeline.publish([{"task_type": "sleep", "id": "long", "seconds": 30}])
+    pipeline.start("--concurrency", "1", broker="amqp://guest:guest@127.0.0.1:5672/%2F?heartbeat=5")
+    pipeline.wait_for(lambda: pipeline.effects() == {"long": 1}, 60, "the long job")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 10, "the ack")
+    time.sleep(1)
+    assert pipeline.runs() == {"long": 1}
+    assert "connection lost" not in pipeline.log_text()

@@ -1,0 +1,122 @@
+"""The worker end to end (publish -> RabbitMQ -> `tqadmin worker` -> Redis store), with faults."""
+
+from __future__ import annotations
+
+import json
+import signal
+import statistics
+
+import pytest
+from worker_harness import Pipeline, pipeline  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
+
+FAST_RETRIES = ("--backoff-base", "0.05", "--backoff-cap", "0.1")
+
+
+def test_failed_runs_are_retried_by_the_broker_with_gaps_within_the_full_jitter_bounds(
+    pipeline: Pipeline,
+) -> None:
+    base, cap = 0.3, 1.0
+    ids = pipeline.publish(
+        [{"task_type": "flaky", "id": f"{pipeline.key}-{i}", "succeed_on": 4} for i in range(12)]
+    )
+    pipeline.start("--concurrency", "4", "--backoff-base", str(base), "--backoff-cap", str(cap))
+    pipeline.wait_for(lambda: len(pipeline.effects()) == 12, 60, "12 flaky jobs to succeed on their 4th run")
+    assert set(pipeline.effects().values()) == {1}
+    gaps: list[float] = []
+    for job_id in ids:
+        times = pipeline.run_times(job_id)
+        assert len(times) == 4
+        for k, (before, after) in enumerate(zip(times, times[1:], strict=False), start=1):
+            bound = min(cap, base * 2 ** (k - 1))
+            gap = after - before
+            # the broker may round the delay by 10 % or 100 ms; allow 0.5 s for handing the job around
+            assert 0 <= gap <= bound * 1.1 + 0.1 + 0.5, (job_id, k, gap, bound)
+            gaps.append(gap / bound)
+    assert statistics.pstdev(gaps) > 0.1  # jittered, not a fixed delay
+
+
+def test_dead_letters_keep_the_body_byte_for_byte_and_say_why_in_headers(pipeline: Pipeline) -> None:
+    pipeline.publish(
+        [
+            {"task_type": "fatal", "id": "f1"},
+            {"task_type": "flaky", "id": "r1", "succeed_on": 99},
+            {"task_type": "no_such_task", "id": "u1"},
+        ]
+    )
+    malformed = {
+        b"not json at all": "malformed",
+        b"\xff\xfe{}": "malformed",
+        b"[1, 2, 3]": "malformed",
+        b'{"task_type": "count", "x": NaN}': "malformed",
+        b'{"task_type": 7}': "malformed",
+        b'{"no": "task type"}': "malformed",
+        b'{"task_type": "count", "deep": ' + b"[" * 60 + b"]" * 60 + b"}": "malformed",
+        b'{"task_type": "count", "pad": "' + b"x" * 5000 + b'"}': "too_large",
+    }
+    pipeline.publish_raw(list(malformed))
+    pipeline.publish([{"task_type": "count", "id": "after-the-poison"}])
+    pipeline.start("--max-payload-bytes", "4000", *FAST_RETRIES)
+    pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 11, 60, "11 dead letters")
+    pipeline.wait_for(lambda: pipeline.effects() == {"after-the-poison": 1}, 30, "the good job after them")
+
+    letters = {body: properties.headers for properties, body in pipeline.dead_letters()}
+    for body, reason in malformed.items():
+        assert letters[body]["x-tq-reason"] == reason
+        assert letters[body]["x-tq-attempts"] == 0
+    by_id = {json.loads(b)["id"]: h for b, h in letters.items() if b.startswith(b"{") and b'"id"' in b}
+    assert by_id["f1"]["x-tq-reason"] == "fatal"
+    assert by_id["f1"]["x-tq-attempts"] == 1
+    assert by_id["f1"]["x-tq-error"].startswith("FatalError: cannot work with amqp://bob:***@")
+    assert "hunter2" not in by_id["f1"]["x-tq-error"]
+    assert len(by_id["f1"]["x-tq-error"].encode()) <= 2048
+    assert by_id["r1"]["x-tq-reason"] == "max_retries"
+    assert by_id["r1"]["x-tq-attempts"] == 6  # the decorator's max_retries=5 wins over --max-retries
+    assert by_id["u1"]["x-tq-reason"] == "unknown_task"
+    for headers in letters.values():
+        assert headers["x-tq-original-queue"] == pipeline.queue
+        assert headers["x-tq-first-seen"] <= headers["x-tq-dead-lettered-at"]
+    # max_retries: the first run's time is carried along the retries
+    assert by_id["r1"]["x-tq-first-seen"] < by_id["r1"]["x-tq-dead-lettered-at"]
+
+
+def test_sigterm_finishes_the_running_job_returns_the_prefetched_one_and_exits_0(pipeline: Pipeline) -> None:
+    pipeline.publish(
+        [{"task_type": "sleep", "id": "slow", "seconds": 2}, {"task_type": "count", "id": "next"}]
+    )
+    worker = pipeline.start("--concurrency", "1", "--prefetch", "2")
+    pipeline.wait_for(lambda: pipeline.claimed("slow"), 30, "the slow job to start")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    assert pipeline.effects() == {"slow": 1}
+    assert pipeline.depth() == 1  # "next" was prefetched, never started, and given back
+
+
+def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.publish([{"task_type": "sleep", "id": "stuck", "seconds": 3}])
+    pipeline.start("--job-timeout", "1", "--max-retries", "0", "--lease", "5")
+    pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 30, "the timed-out job")
+    ((properties, _),) = pipeline.dead_letters()
+    assert properties.headers["x-tq-reason"] == "timeout"
+    assert properties.headers["x-tq-error"].startswith("TimeoutError")
+    pipeline.wait_for(lambda: pipeline.runs() == {"stuck": 1}, 30, "the abandoned run to return")
+    assert pipeline.effects() == {}  # it finished after its claim was released: fenced off
+
+
+def test_a_job_that_kills_its_worker_is_quarantined_as_crash_loop_and_its_neighbours_run(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.publish([{"task_type": "poison", "id": "poison"}])
+    innocents = pipeline.publish([{"task_type": "count", "id": f"ok-{i}"} for i in range(6)])
+    worker = pipeline.start("--concurrency", "1", "--prefetch", "10", "--lease", "1", "--crash-limit", "3")
+    pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 60, "the poison job's quarantine")
+    pipeline.wait_for(lambda: len(pipeline.effects()) == 6, 30, "the innocent jobs")
+    ((properties, body),) = pipeline.dead_letters()
+    assert json.loads(body)["id"] == "poison"
+    assert properties.headers["x-tq-reason"] == "crash_loop"
+    assert pipeline.effects() == dict.fromkeys(innocents, 1)
+    assert pipeline.runs()["poison"] == 3
+    assert worker.poll() is None  # the supervisor kept the worker alive through the crashes

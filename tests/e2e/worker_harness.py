@@ -1,0 +1,127 @@
+"""Run real `tqadmin worker` processes against the local RabbitMQ and Redis, and look at what they did.
+
+Each worker is started in its own session so a test can SIGKILL the whole worker (supervisor and child) the
+way a node failure would; its stderr goes to a file that a failing test prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+import redis
+from rabbit_queues import AMQP_URL, delete_queues, depth, drain
+
+from tqadmin.cli import main
+from tqadmin.store.keys import DEFAULT_PREFIX, job_key
+
+TASKS = str(Path(__file__).with_name("e2e_tasks.py"))
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+class Pipeline:
+    def __init__(self, queue: str, logs: Path) -> None:
+        self.queue = queue
+        self.key = f"tqe:{queue}"
+        self.logs = logs
+        self.redis = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    # -- workers -----------------------------------------------------------------------------------------
+
+    def start(self, *options: str, broker: str | None = None) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
+        command = [sys.executable, "-m", "tqadmin.cli", "-v"]
+        if broker:
+            command += ["--broker", broker]
+        command += ["worker", "--queue", self.queue, "--tasks", TASKS, *options]
+        process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        self.workers.append(process)
+        return process
+
+    @staticmethod
+    def kill(process: subprocess.Popen[bytes]) -> None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def stop_all(self) -> None:
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill(process)
+
+    def log_text(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace")[-3000:] for p in sorted(self.logs.glob("worker-*.log"))
+        )
+
+    # -- jobs ----------------------------------------------------------------------------------------------
+
+    def publish(self, jobs: list[dict[str, Any]]) -> list[str]:
+        path = self.logs / f"jobs-{time.monotonic_ns()}.jsonl"
+        path.write_text("".join(json.dumps({"key": self.key, **job}) + "\n" for job in jobs))
+        assert main(["publish", "--queue", self.queue, "--from-file", str(path)]) == 0
+        return [job["id"] for job in jobs if "id" in job]
+
+    def publish_raw(self, bodies: list[bytes]) -> None:
+        connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+        channel = connection.channel()
+        channel.confirm_delivery()
+        for body in bodies:
+            channel.basic_publish("task_exchange", self.queue, body, pika.BasicProperties(delivery_mode=2))
+        connection.close()
+
+    # -- what happened ------------------------------------------------------------------------------------
+
+    def effects(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self.redis.hgetall(f"{self.key}:effects").items()}
+
+    def runs(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
+
+    def run_times(self, job_id: str) -> list[float]:
+        return [float(t) for t in self.redis.lrange(f"{self.key}:times:{job_id}", 0, -1)]
+
+    def claimed(self, job_id: str) -> bool:
+        return bool(self.redis.exists(job_key(DEFAULT_PREFIX, job_id)))
+
+    def depth(self, queue: str | None = None) -> int:
+        return depth(queue or self.queue)
+
+    def dead_letters(self) -> list[tuple[Any, bytes]]:
+        return drain(f"{self.queue}.dlq")
+
+    def wait_for(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Poll until ``condition`` holds; a deadline for the pipeline to finish, not a speed assertion."""
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline:
+                pytest.fail(f"gave up waiting for {what}; worker logs:\n{self.log_text()}")
+            time.sleep(0.2)
+
+    def cleanup(self) -> None:
+        self.stop_all()
+        delete_queues(self.queue)
+        keys = list(self.redis.scan_iter(f"{self.key}:*"))
+        if keys:
+            self.redis.delete(*keys)
+
+
+@pytest.fixture
+def pipeline(unique: str, tmp_path: Path, isolated_env: Path) -> Iterator[Pipeline]:
+    p = Pipeline(f"tqe_{unique}", tmp_path)
+    yield p
+    p.cleanup()

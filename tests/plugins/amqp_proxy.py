@@ -1,0 +1,123 @@
+"""A TCP proxy in front of the local RabbitMQ that can drop connections or act out a resource alarm.
+
+Faults are injected between pika and a real broker, so the publisher is tested against real AMQP while we
+decide when the connection dies or gets blocked, without touching the broker's alarms (which would block
+every publisher on the machine). The proxy forwards whole frames so that it can inject a
+``Connection.Blocked`` frame between two of the broker's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+
+import pika.frame
+import pika.spec
+
+PROTOCOL_HEADER_SIZE = 8
+FRAME_HEADER = struct.Struct(">BHI")
+METHOD_FRAME = 1
+BASIC_PUBLISH = (60, 40)
+
+
+class AmqpProxy:
+    def __init__(self, upstream: tuple[str, int] = ("127.0.0.1", 5672)) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.block_on_publish = False
+        self.drop_after_publishes: int | None = None
+        self.connections = 0
+        self.publishes = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, query: str = "") -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F" + (f"?{query}" if query else "")
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.connections += 1
+            pair = _Pair(client, server)
+            threading.Thread(target=self._client_to_server, args=(pair,), daemon=True).start()
+            threading.Thread(target=self._server_to_client, args=(pair,), daemon=True).start()
+
+    def _client_to_server(self, pair: _Pair) -> None:
+        header = _read_exact(pair.client, PROTOCOL_HEADER_SIZE)
+        if header is None:
+            return pair.close()
+        pair.server.sendall(header)
+        blocked = False
+        while (frame := _read_frame(pair.client)) is not None:
+            if _is_publish(frame):
+                self.publishes += 1
+                if self.drop_after_publishes is not None and self.publishes >= self.drop_after_publishes:
+                    self.drop_after_publishes = None
+                    return pair.close()
+                if self.block_on_publish and not blocked:
+                    blocked = True
+                    notice = pika.frame.Method(0, pika.spec.Connection.Blocked("test alarm")).marshal()
+                    with pair.lock:
+                        pair.client.sendall(notice)
+            if not blocked:  # a blocked connection's publishes are held back, as the broker does
+                pair.server.sendall(frame)
+        pair.close()
+
+    def _server_to_client(self, pair: _Pair) -> None:
+        while (frame := _read_frame(pair.server)) is not None:
+            with pair.lock:
+                try:
+                    pair.client.sendall(frame)
+                except OSError:
+                    break
+        pair.close()
+
+
+class _Pair:
+    def __init__(self, client: socket.socket, server: socket.socket) -> None:
+        self.client = client
+        self.server = server
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        for s in (self.client, self.server):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def _read_exact(sock: socket.socket, size: int) -> bytes | None:
+    chunks = b""
+    while len(chunks) < size:
+        try:
+            chunk = sock.recv(size - len(chunks))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        chunks += chunk
+    return chunks
+
+
+def _read_frame(sock: socket.socket) -> bytes | None:
+    header = _read_exact(sock, FRAME_HEADER.size)
+    if header is None:
+        return None
+    _kind, _channel, size = FRAME_HEADER.unpack(header)
+    rest = _read_exact(sock, size + 1)
+    return None if rest is None else header + rest
+
+
+def _is_publish(frame: bytes) -> bool:
+    kind = frame[0]
+    return kind == METHOD_FRAME and struct.unpack(">HH", frame[7:11]) == BASIC_PUBLISH

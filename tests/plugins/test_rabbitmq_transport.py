@@ -1,0 +1,206 @@
+"""The RabbitMQ transport and `tqadmin publish` against the real broker, faults injected by a proxy."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pika
+import pytest
+from amqp_proxy import AmqpProxy
+from rabbit_queues import AMQP_URL, api, delete_queues, depth, drain, queue_info
+from tqadmin_rabbitmq import RabbitMQPlugin
+
+from tqadmin.cli import main
+from tqadmin.plugin.base import BrokerConfig
+
+pytestmark = pytest.mark.rabbitmq
+
+
+@pytest.fixture
+def queue(unique: str) -> Iterator[str]:
+    name = f"tqt_{unique}"
+    yield name
+    delete_queues(name)
+
+
+@pytest.fixture
+def proxy() -> Iterator[AmqpProxy]:
+    p = AmqpProxy()
+    yield p
+    p.close()
+
+
+def transport(url: str = AMQP_URL, timeout_s: float = 10):
+    return RabbitMQPlugin().transport(BrokerConfig(url=url, timeout_s=timeout_s))
+
+
+def write_jobs(path: Path, count: int, prefix: str) -> list[str]:
+    ids = [f"{prefix}-{i}" for i in range(count)]
+    path.write_text(
+        "".join(json.dumps({"task_type": "t", "id": i, "n": n}) + "\n" for n, i in enumerate(ids))
+    )
+    return ids
+
+
+def test_declare_binds_the_queue_makes_its_dlq_and_one_ttl_delay_queue_per_tier(queue: str) -> None:
+    with transport() as t:
+        t.declare(queue, [0.5, 2.0])
+    tier = queue_info(f"{queue}.retry.500ms")["arguments"]
+    assert tier == {
+        "x-message-ttl": 500,
+        "x-dead-letter-exchange": "task_exchange",
+        "x-dead-letter-routing-key": queue,
+    }
+    assert queue_info(f"{queue}.retry.2s")["arguments"]["x-message-ttl"] == 2000
+    assert queue_info(f"{queue}.dlq")["durable"] is True
+    bindings = api("exchanges/%2F/task_exchange/bindings/source")
+    assert any(b["destination"] == queue and b["routing_key"] == queue for b in bindings)
+
+
+def test_declare_accepts_a_queue_that_exists_with_other_arguments(queue: str) -> None:
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    connection.channel().queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
+    connection.close()
+    with transport() as t:
+        t.declare(queue, [1.0])
+    assert queue_info(queue)["type"] == "quorum"
+
+
+def test_a_delay_queue_hands_its_messages_back_to_the_work_queue(queue: str) -> None:
+    with transport() as t:
+        t.declare(queue, [0.2])
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    connection.channel().basic_publish("", f"{queue}.retry.200ms", b'{"task_type":"t"}')
+    connection.close()
+    for _ in range(50):
+        if depth(queue) == 1:
+            break
+        time.sleep(0.1)
+    assert [body for _, body in drain(queue)] == [b'{"task_type":"t"}']
+
+
+def test_publish_confirms_every_job_persistently_and_reports_each_id(
+    queue: str, tmp_path: Path, isolated_env: Path
+) -> None:
+    ids = write_jobs(tmp_path / "jobs.jsonl", 500, queue)
+    report = tmp_path / "report.json"
+    code = main(
+        ["publish", "--queue", queue, "--from-file", str(tmp_path / "jobs.jsonl"), "--report", str(report)]
+    )
+    assert code == 0
+    document = json.loads(report.read_text())
+    assert (document["confirmed"], document["failed"], document["unknown"]) == (500, 0, 0)
+    assert set(document["jobs"]) == set(ids)
+    messages = drain(queue)
+    assert sorted(p.message_id for p, _ in messages) == sorted(ids)
+    assert {p.delivery_mode for p, _ in messages} == {2}
+    assert json.loads(messages[0][1])["retry_count"] == 0
+
+
+def test_a_job_without_an_id_gets_a_uuid_and_a_timestamp(queue: str, isolated_env: Path) -> None:
+    assert main(["publish", "--queue", queue, "--job", '{"task_type": "t", "size": 3}']) == 0
+    ((properties, body),) = drain(queue)
+    job = json.loads(body)
+    assert job["id"] == properties.message_id and len(job["id"]) == 36
+    assert job["timestamp"].endswith("Z") and job["size"] == 3
+
+
+def test_an_unroutable_job_is_exit_4_and_reported_failed(
+    unique: str, tmp_path: Path, isolated_env: Path
+) -> None:
+    report = tmp_path / "r.json"
+    code = main(
+        [
+            "publish",
+            "--exchange",
+            "task_exchange",
+            "--routing-key",
+            f"nobody_{unique}",
+            "--job",
+            '{"task_type": "t", "id": "lonely"}',
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 4
+    assert json.loads(report.read_text())["jobs"] == {"lonely": "failed"}
+
+
+def test_read_only_refuses_publish_before_connecting(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "--broker",
+            "amqp://guest:guest@127.0.0.1:1/",
+            "--read-only",
+            "publish",
+            "--queue",
+            "q",
+            "--job",
+            '{"task_type": "t"}',
+        ]
+    )
+    assert code == 6
+    assert "nothing was sent" in capsys.readouterr().err
+
+
+def test_a_bad_line_in_the_file_publishes_nothing(queue: str, tmp_path: Path, isolated_env: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"task_type": "t"}\n{"no_task_type": 1}\n')
+    assert main(["publish", "--queue", queue, "--from-file", str(jobs)]) == 2
+
+
+def test_a_dropped_connection_is_reopened_and_the_unconfirmed_jobs_sent_again(
+    queue: str, proxy: AmqpProxy, tmp_path: Path, isolated_env: Path
+) -> None:
+    ids = write_jobs(tmp_path / "jobs.jsonl", 2000, queue)
+    proxy.drop_after_publishes = 700
+    report = tmp_path / "r.json"
+    code = main(
+        [
+            "--broker",
+            proxy.url(),
+            "publish",
+            "--queue",
+            queue,
+            "--from-file",
+            str(tmp_path / "jobs.jsonl"),
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 0
+    assert json.loads(report.read_text())["confirmed"] == 2000
+    assert proxy.connections >= 3  # declare, the first publishing connection, the one after the drop
+    assert {p.message_id for p, _ in drain(queue)} == set(ids)  # duplicates allowed, losses not
+
+
+def test_a_blocked_connection_ends_with_exit_3_after_the_timeout_never_a_hang(
+    queue: str, proxy: AmqpProxy, tmp_path: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proxy.block_on_publish = True
+    write_jobs(tmp_path / "jobs.jsonl", 10, queue)
+    report = tmp_path / "r.json"
+    code = main(
+        [
+            "--broker",
+            proxy.url(),
+            "--timeout",
+            "1",
+            "publish",
+            "--queue",
+            queue,
+            "--from-file",
+            str(tmp_path / "jobs.jsonl"),
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 3
+    assert "blocks publishers" in capsys.readouterr().err
+    document = json.loads(report.read_text())
+    assert document["confirmed"] == 0 and document["unknown"] + document["failed"] == 10
