@@ -1,7 +1,7 @@
 """Every plugin honours what it declares: a declared operation works, an undeclared one raises NotSupported.
 
-Run against each plugin's real server through the harnesses in ``contract_harness.py``; the second half checks the
-contract's defaults with a plugin that declares nothing.
+Run against each plugin's real server through the harnesses in ``contract_harness.py``; the second half
+checks the contract's defaults with a plugin that declares nothing.
 """
 
 from __future__ import annotations
