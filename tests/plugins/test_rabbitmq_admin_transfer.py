@@ -175,3 +175,22 @@ def test_server_side_with_a_filter_is_a_usage_error(
 ) -> None:
     assert main(["move", "a", "b", "--server-side", "--filter", "x=1"]) == 2
     assert "--filter" in capsys.readouterr().err
+
+
+def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
+    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tqadmin.store import open_store
+
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
+    amqp_queues.publish_jobs(dlq, 4)
+    store_url = f"sqlite:///{isolated_env / 'store.db'}"
+    store = open_store(store_url)
+    for job_id in ("job-1", "job-2"):
+        assert store.complete(store.claim(job_id, "test", 30))
+    store.close()
+    code, doc, _ = cli(capsys, "replay", dlq, "--to", target, "--skip-done", "--store", store_url)
+    assert code == 0 and doc is not None
+    assert doc["moved"] == 2 and "skipped 2" in doc["detail"]
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["job-0", "job-3"]
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(dlq)] == ["job-1", "job-2"]
