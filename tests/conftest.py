@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,18 @@ def amqp_queues(unique: str) -> Iterator[AmqpQueues]:
     queues = AmqpQueues(unique)
     yield queues
     queues.close()
+
+
+@pytest.fixture
+def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any, str]]:
+    """Run ``tqadmin ARGV --json`` in-process: ``(exit code, parsed stdout or None, stderr)``."""
+    import json
+
+    from tqadmin.cli import main
+
+    def run(*argv: str) -> tuple[int, Any, str]:
+        code = main([*argv, "--json"])
+        captured = capsys.readouterr()
+        return code, (json.loads(captured.out) if captured.out.strip() else None), captured.err
+
+    return run

@@ -13,18 +13,12 @@ from tqadmin.cli import main
 pytestmark = pytest.mark.rabbitmq
 
 
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any] | None, str]:
-    code = main([*argv, "--json"])
-    captured = capsys.readouterr()
-    return code, (json.loads(captured.out) if captured.out.strip() else None), captured.err
-
-
 def bodies(messages: list[tuple[Any, bytes]]) -> list[dict[str, Any]]:
     return [json.loads(body) for _, body in messages]
 
 
 def test_move_takes_every_message_in_order_and_preserves_bytes_and_properties(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 30)
@@ -40,7 +34,7 @@ def test_move_takes_every_message_in_order_and_preserves_bytes_and_properties(
         type="kind",
         app_id="app",
     )
-    code, doc, _ = cli(capsys, "move", src, dst, "--client-side")
+    code, doc, _ = tq_json("move", src, dst, "--client-side")
     assert code == 0
     assert doc is not None and (doc["matched"], doc["moved"], doc["failed"]) == (31, 31, 0)
     assert "client-side" in doc["detail"]
@@ -65,14 +59,14 @@ def test_move_takes_every_message_in_order_and_preserves_bytes_and_properties(
 
 
 def test_a_filter_moves_matching_messages_and_the_others_keep_their_order(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     for i in range(40):
         amqp_queues.publish(
             src, json.dumps({"task_type": "resize" if i % 4 == 0 else "mail", "id": str(i)}).encode()
         )
-    code, doc, _ = cli(capsys, "move", src, dst, "--filter", "task_type=resize")
+    code, doc, _ = tq_json("move", src, dst, "--filter", "task_type=resize")
     assert code == 0 and doc is not None
     assert (doc["matched"], doc["moved"]) == (10, 10)
     assert [int(j["id"]) for j in bodies(amqp_queues.drain(dst))] == list(range(0, 40, 4))
@@ -80,21 +74,21 @@ def test_a_filter_moves_matching_messages_and_the_others_keep_their_order(
 
 
 def test_limit_moves_at_most_n_and_leaves_the_rest(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 20)
-    code, doc, _ = cli(capsys, "move", src, dst, "--limit", "7", "--client-side")
+    code, doc, _ = tq_json("move", src, dst, "--limit", "7", "--client-side")
     assert code == 0 and doc is not None and doc["moved"] == 7
     assert (amqp_queues.depth(dst), amqp_queues.depth(src)) == (7, 13)
 
 
 def test_a_dry_run_reports_matches_and_changes_nothing(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 12)
-    code, doc, _ = cli(capsys, "move", src, dst, "--dry-run", "--filter", "n!=3")
+    code, doc, _ = tq_json("move", src, dst, "--dry-run", "--filter", "n!=3")
     assert code == 0 and doc is not None
     assert (doc["matched"], doc["moved"], doc["dry_run"]) == (11, 0, True)
     assert amqp_queues.depth(dst) == 0
@@ -111,20 +105,20 @@ def test_read_only_refuses_before_connecting_with_exit_6(
 
 
 def test_moving_to_a_queue_that_does_not_exist_is_exit_4_and_loses_nothing(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src = amqp_queues.declare("src")
     missing = amqp_queues.name("missing")
     amqp_queues.publish_jobs(src, 5)
     for side in ("--client-side", "--server-side"):
-        code, _, err = cli(capsys, "move", src, missing, side)
+        code, _, err = tq_json("move", src, missing, side)
         assert code == 4, side
         assert missing in err
     assert amqp_queues.depth(src) == 5
 
 
 def test_replay_returns_messages_to_their_original_queues_and_counts_the_replay(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     dlq, q1, q2 = amqp_queues.declare("dlq"), amqp_queues.declare("q1"), amqp_queues.declare("q2")
     amqp_queues.publish(
@@ -132,7 +126,7 @@ def test_replay_returns_messages_to_their_original_queues_and_counts_the_replay(
     )
     amqp_queues.publish(dlq, b'{"task_type": "b", "id": "2"}', {"x-tq-original-queue": q2, "x-tq-replays": 1})
     amqp_queues.publish(dlq, b'{"task_type": "c", "id": "3"}', {"x-tq-reason": "malformed"})
-    code, doc, _ = cli(capsys, "replay", dlq)
+    code, doc, _ = tq_json("replay", dlq)
     assert code == 5 and doc is not None
     assert (doc["moved"], doc["failed"]) == (2, 1)
     assert "x-tq-original-queue" in doc["not_done"][0]
@@ -143,7 +137,7 @@ def test_replay_returns_messages_to_their_original_queues_and_counts_the_replay(
 
 
 def test_replay_with_to_and_a_filter_sends_only_matches_there(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("target")
     for i in range(6):
@@ -151,21 +145,21 @@ def test_replay_with_to_and_a_filter_sends_only_matches_there(
         amqp_queues.publish(
             dlq, json.dumps({"task_type": "t", "id": str(i)}).encode(), {"x-tq-reason": reason}
         )
-    code, doc, _ = cli(capsys, "replay", dlq, "--to", target, "--filter", "reason=timeout", "--rate", "1000")
+    code, doc, _ = tq_json("replay", dlq, "--to", target, "--filter", "reason=timeout", "--rate", "1000")
     assert code == 0 and doc is not None and doc["moved"] == 3
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["1", "3", "5"]
 
 
 def test_without_a_filter_the_broker_moves_the_messages_through_a_shovel(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 50)
-    code, doc, _ = cli(capsys, "move", src, dst, "--limit", "20")
+    code, doc, _ = tq_json("move", src, dst, "--limit", "20")
     assert code == 0 and doc is not None
     assert doc["moved"] == 20 and doc["detail"].startswith("server-side")
     assert (amqp_queues.depth(dst), amqp_queues.depth(src)) == (20, 30)
-    code, doc, _ = cli(capsys, "replay", src, "--to", dst)
+    code, doc, _ = tq_json("replay", src, "--to", dst)
     assert code == 0 and doc is not None and doc["detail"].startswith("server-side")
     assert amqp_queues.depth(dst) == 50
 
@@ -178,7 +172,7 @@ def test_server_side_with_a_filter_is_a_usage_error(
 
 
 def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
-    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     from tqadmin.store import open_store
 
@@ -189,7 +183,7 @@ def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
     for job_id in ("job-1", "job-2"):
         assert store.complete(store.claim(job_id, "test", 30))
     store.close()
-    code, doc, _ = cli(capsys, "replay", dlq, "--to", target, "--skip-done", "--store", store_url)
+    code, doc, _ = tq_json("replay", dlq, "--to", target, "--skip-done", "--store", store_url)
     assert code == 0 and doc is not None
     assert doc["moved"] == 2 and "skipped 2" in doc["detail"]
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["job-0", "job-3"]

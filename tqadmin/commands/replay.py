@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 
 from tqadmin.admin.scan import distinct_targets
 from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
@@ -83,15 +84,7 @@ def _single_origin(admin: BrokerAdmin, args: argparse.Namespace) -> str | None:
 
 
 def _noted(report: ActionReport) -> ActionReport:
-    return ActionReport(
-        action=report.action,
-        source=report.source,
-        target=report.target,
-        matched=report.matched,
-        moved=report.moved,
-        failed=report.failed,
-        detail=f"{report.detail}; {SHOVEL_NOTE}",
-    )
+    return replace(report, detail=f"{report.detail}; {SHOVEL_NOTE}")
 
 
 def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequence[str]], set[str]]:
