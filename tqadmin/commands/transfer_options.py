@@ -94,6 +94,8 @@ def run_server_side(
 
 
 def run_client_side(admin: BrokerAdmin, ctx: CommandContext, plan: TransferPlan) -> TransferOutcome:
+    where = f"{plan.source} -> {plan.target}" if plan.target else f"{plan.source} -> original queues"
+    ctx.progress(f"{plan.action}: client-side, {where}")
     outcome = transfer(admin.open_transfer(plan.source), plan, ctx.progress)
     detail = "client-side: confirmed copies, originals acked after" + (
         f"; {outcome.report.detail}" if outcome.report.detail else ""
