@@ -13,9 +13,7 @@ from textual.pilot import Pilot
 
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.fake import FakeAdmin
-from tqadmin.tui.seeded import seeded_app
-
-SIZE = (140, 45)
+from tqadmin.tui.seeded import seeded_app, until
 
 
 @pytest.fixture
@@ -32,15 +30,9 @@ def make_app(tmp_path: Path, fake: FakeAdmin) -> Callable[..., TqadminApp]:
     return build
 
 
-async def settled(pilot: Pilot[Any], until: Callable[[], bool] | None = None, tries: int = 100) -> None:
-    """Let background polls land; optionally wait until ``until()`` holds (bounded, never timed)."""
-    await pilot.pause()
-    for _ in range(tries):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if until is None or until():
-            return
-    raise AssertionError("the app never reached the expected state")
+async def settled(pilot: Pilot[Any], condition: Callable[[], bool] | None = None) -> None:
+    """Let background polls land; optionally until ``condition()`` holds (bounded, never timed)."""
+    await until(pilot, condition or (lambda: True))
 
 
 @pytest.fixture
