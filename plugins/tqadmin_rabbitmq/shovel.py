@@ -19,7 +19,7 @@ from tqadmin.errors import BadResponse, BrokerError, ConnectError, NotAuthorized
 from tqadmin.masking import mask_url
 from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
 
-_POLL_S = 0.2
+_POLL_S = 0.05
 _STALL_FACTOR = 3  # give up after this many --timeout periods without progress
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,7 +145,7 @@ class ConfirmedPublisher:
         self._returned.clear()
         nacked_before = self._nacked
         for routing_key, message in items:
-            self._channel.basic_publish(
+            self._channel._impl.basic_publish(  # queued, flushed once by _wait below
                 exchange=exchange,
                 routing_key=routing_key,
                 body=message.body,
@@ -181,17 +181,22 @@ class ConfirmedPublisher:
             self._nacked += max(newly, 1)
         self._confirmed = max(self._confirmed, upto) if method.multiple else self._confirmed + 1
 
-    def _wait(self, done: Any, what: str) -> None:
-        deadline = time.monotonic() + self._timeout_s
-        with translated(self._url):
-            while not done():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BrokerError(
-                        f"RabbitMQ at {mask_url(self._url)} did not {what} within {self._timeout_s:g} s:"
-                        " check the broker's alarms and load; nothing unconfirmed was acked"
-                    )
-                self._connection.process_data_events(time_limit=min(left, _IDLE_WAIT_S))
+    def _wait(self, done: Callable[[], bool], what: str) -> None:
+        """Process I/O until ``done()``; confirms arrive in impl callbacks, which do not wake
+        ``process_data_events``, so we drive pika's own flush loop with a timer as the deadline."""
+        expired: list[bool] = []
+        ioloop = self._connection._impl.ioloop
+        timer = ioloop.call_later(self._timeout_s, lambda: expired.append(True))
+        try:
+            with translated(self._url):
+                self._connection._flush_output(lambda: done() or bool(expired))
+        finally:
+            ioloop.remove_timeout(timer)
+        if not done():
+            raise BrokerError(
+                f"RabbitMQ at {mask_url(self._url)} did not {what} within {self._timeout_s:g} s:"
+                " check the broker's alarms and load; nothing unconfirmed was acked"
+            )
 
 
 class AmqpTransferSession(TransferSession):
@@ -244,19 +249,23 @@ class AmqpTransferSession(TransferSession):
         tags = self._settle(deliveries)
         if not tags:
             return
+        impl = self._channel._impl  # queue the acks and flush once, not one socket write per ack
         with translated(self._url, self._queue):
             top = max(tags)
             if not any(t < top for t in self._unsettled):
-                self._channel.basic_ack(delivery_tag=top, multiple=True)
+                impl.basic_ack(delivery_tag=top, multiple=True)
             else:
                 for tag in sorted(tags):
-                    self._channel.basic_ack(delivery_tag=tag)
+                    impl.basic_ack(delivery_tag=tag)
+            self._connection._flush_output()
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
         tags = self._settle(deliveries)
+        impl = self._channel._impl
         with translated(self._url, self._queue):
             for tag in sorted(tags):
-                self._channel.basic_nack(delivery_tag=tag, requeue=True)
+                impl.basic_nack(delivery_tag=tag, requeue=True)
+            self._connection._flush_output()
 
     def close(self) -> None:
         if self._closed:
@@ -288,9 +297,7 @@ class AmqpTransferSession(TransferSession):
         """Receive deliveries until ``want`` are buffered, or nothing more comes (drained or all held)."""
         idle_since = time.monotonic()
         while len(self._buffer) < want:
-            if self._consumer is None or self._outstanding[self._consumer] >= 2 * self._window:
-                if self._buffer:
-                    return  # hand these out first; their settlement frees the window
+            if self._consumer is None or self._held_by_consumer() >= self._window:
                 self._start_consumer()
             before = len(self._buffer)
             self._connection.process_data_events(time_limit=_IDLE_WAIT_S)
@@ -302,6 +309,14 @@ class AmqpTransferSession(TransferSession):
             ready = self._channel.queue_declare(self._queue, passive=True).method.message_count
             if ready == 0 or time.monotonic() - idle_since > self._timeout_s:
                 return
+
+    def _held_by_consumer(self) -> int:
+        """Deliveries of the current consumer handed out and not settled: they use up its prefetch."""
+        consumer = self._consumer
+        buffered = sum(
+            1 for d in self._buffer if isinstance(d.token, _Token) and d.token.consumer == consumer
+        )
+        return self._outstanding[consumer] - buffered if consumer is not None else 0
 
     def _start_consumer(self) -> None:
         if self._consumer is not None:

@@ -26,7 +26,7 @@ from fakes.management_api import (
 from tqadmin_rabbitmq.connection import connect
 
 from tqadmin.cli import main
-from tqadmin.errors import ExitCode, NotAuthorized, Unreachable
+from tqadmin.errors import ConnectTimeout, ExitCode, NotAuthorized, Unreachable
 
 SECRET = "s3cret-Pw"
 BROKER = f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F"
@@ -249,3 +249,31 @@ def test_nothing_listening_on_the_amqp_port_is_unreachable(isolated_env: Path) -
         connect(f"amqp://guest:{SECRET}@127.0.0.1:{free_port()}/%2F", timeout_s=5)
     assert info.value.exit_code == CONNECT
     assert SECRET not in str(info.value) and "is it running" in str(info.value)
+
+
+def test_an_unknown_amqp_vhost_is_not_authorized_naming_the_vhost(isolated_env: Path) -> None:
+    with pytest.raises(NotAuthorized) as info:
+        connect("amqp://guest:guest@127.0.0.1:5672/no-such-vhost", timeout_s=5)
+    assert "vhost 'no-such-vhost'" in str(info.value)
+
+
+def test_a_listener_that_never_speaks_amqp_is_a_timeout(isolated_env: Path) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with pytest.raises(ConnectTimeout) as info:
+            connect(f"amqp://guest:{SECRET}@127.0.0.1:{port}/%2F", timeout_s=0.5)
+    assert info.value.exit_code == CONNECT and SECRET not in str(info.value)
+
+
+def test_amqps_against_the_plain_amqp_port_is_a_tls_failure(isolated_env: Path) -> None:
+    with pytest.raises(Unreachable) as info:
+        connect(f"amqps://guest:{SECRET}@127.0.0.1:5672/%2F", timeout_s=5)
+    assert "TLS" in str(info.value) and SECRET not in str(info.value)
+
+
+def test_an_unknown_amqp_host_says_to_check_the_host_name(isolated_env: Path) -> None:
+    with pytest.raises(Unreachable) as info:
+        connect(f"amqp://guest:{SECRET}@no-such-host.invalid:5672/%2F", timeout_s=5)
+    assert "host name" in str(info.value)

@@ -160,3 +160,25 @@ def test_queue_exists_asks_for_that_queue_only(api: FakeManagementAPI) -> None:
         assert not admin.queue_exists("nope")
     assert api.requests[0].startswith("/api/queues/%2F/q00599?")
     assert len(api.requests) == 2
+
+
+def test_a_poller_reuses_queue_figures_within_its_budget_but_reads_alarms_every_time(
+    api: FakeManagementAPI,
+) -> None:
+    api.add_queue("stamped", ready=1, head_message_timestamp=int(NOW) - 10)
+    clock = iter([NOW, NOW + 3])
+    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", management_url=api.url)
+    with RabbitMQAdmin(config, clock=lambda: next(clock), min_interval_s=60) as admin:
+        first, second = admin.list_queues(), admin.list_queues()
+    assert api.calls_to("/api/queues") == 1
+    assert api.calls_to("/api/nodes") == 2
+    assert (first.queues[0].oldest_age_s, second.queues[0].oldest_age_s) == (10.0, 13.0)
+
+
+def test_without_a_budget_every_poll_fetches(api: FakeManagementAPI) -> None:
+    api.seed(2)
+    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", management_url=api.url)
+    with RabbitMQAdmin(config, budget=1.0, min_interval_s=0) as admin:
+        admin.list_queues()
+        admin.list_queues()
+    assert api.calls_to("/api/queues") == 2

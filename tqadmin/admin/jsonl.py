@@ -6,15 +6,13 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from tqadmin.errors import UsageError
 from tqadmin.plugin.models import Message
 
 
 class MessageWriter:
-    """Appends messages to a JSONL file; :meth:`sync` makes what was written durable.
+    """Appends messages to a JSONL file; :meth:`sync` makes what was written durable. Use with ``closing``.
 
     A purge acks a batch only after ``sync`` returned, so a crash never loses a message that was not on
     disk yet.
@@ -41,14 +39,6 @@ class MessageWriter:
         if not self._file.closed:
             self.sync()
             self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def read_messages(path: Path) -> list[Message]:

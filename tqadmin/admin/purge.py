@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
@@ -13,7 +14,7 @@ from tqadmin.plugin.models import ActionReport
 def purge_with_backup(session: TransferSession, queue: str, path: Path, batch: int = BATCH) -> ActionReport:
     """Remove the messages present at start, each one on disk before it leaves the queue."""
     purged = 0
-    with session, MessageWriter(path) as writer:
+    with session, closing(MessageWriter(path)) as writer:
         while deliveries := session.fetch(batch):
             writer.write(d.message for d in deliveries)
             writer.sync()

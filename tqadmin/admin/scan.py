@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
@@ -27,7 +28,7 @@ def scan(session: TransferSession, batch: int = BATCH) -> Iterator[Delivery]:
 
 def export(session: TransferSession, queue: str, path: Path) -> ActionReport:
     """Write every message of ``queue`` to ``path`` and leave the queue as it was."""
-    with session, MessageWriter(path) as writer:
+    with session, closing(MessageWriter(path)) as writer:
         count = 0
         for delivery in scan(session):
             writer.write([delivery.message])

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.transfer_options import positive_int
+from tqadmin.commands.transfer_options import positive
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 
@@ -15,7 +15,7 @@ BODY_PREVIEW = 200
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("queue", metavar="QUEUE")
-    parser.add_argument("-n", dest="count", type=positive_int, default=10, metavar="N", help="how many (10)")
+    parser.add_argument("-n", dest="count", type=positive(int), default=10, metavar="N", help="how many (10)")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import replace
 
 from tqadmin.admin.scan import distinct_targets
 from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
@@ -22,9 +24,10 @@ from tqadmin.commands.transfer_options import (
     run_server_side,
     want_server_side,
 )
-from tqadmin.errors import NotSupported, UsageError
+from tqadmin.errors import UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
+from tqadmin.store import open_store
 
 NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} header and no --to QUEUE"
 SHOVEL_NOTE = "x-tq-replays not incremented (a shovel cannot rewrite headers; use --client-side to count)"
@@ -41,8 +44,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "replay")
+    with ExitStack() as stack:
+        already_done = completion_lookup(ctx, stack) if args.skip_done else None
+        return _replay(args, ctx, already_done)
+
+
+def _replay(
+    args: argparse.Namespace, ctx: CommandContext, already_done: Callable[[Sequence[str]], set[str]] | None
+) -> int:
     route = replay_route(args.to)
-    already_done = completion_lookup(ctx) if args.skip_done else None
     plan = plan_from(
         args,
         action="replay",
@@ -74,24 +84,11 @@ def _single_origin(admin: BrokerAdmin, args: argparse.Namespace) -> str | None:
 
 
 def _noted(report: ActionReport) -> ActionReport:
-    return ActionReport(
-        action=report.action,
-        source=report.source,
-        target=report.target,
-        matched=report.matched,
-        moved=report.moved,
-        failed=report.failed,
-        detail=f"{report.detail}; {SHOVEL_NOTE}",
-    )
+    return replace(report, detail=f"{report.detail}; {SHOVEL_NOTE}")
 
 
-def completion_lookup(ctx: CommandContext) -> Callable[[Sequence[str]], set[str]]:
-    """``done_among`` of the configured completion store (``--store``)."""
-    try:
-        from tqadmin.store import open_store  # type: ignore[attr-defined]
-    except ImportError:
-        raise NotSupported(
-            "--skip-done needs a completion store implementation, which this build does not have yet"
-        ) from None
-    store = open_store(ctx.settings.store_url)
+def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequence[str]], set[str]]:
+    """``done_among`` of the configured completion store (``--store``), closed when the run ends."""
+    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    stack.callback(store.close)
     return lambda ids: set(store.done_among(ids))

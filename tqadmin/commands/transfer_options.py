@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
 from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
@@ -16,33 +18,30 @@ from tqadmin.errors import UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
 
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
+N = TypeVar("N", int, float)
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
+def positive(convert: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse ``type`` for a number greater than 0 (``positive(int)``, ``positive(float)``)."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
 
 
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=positive_int, metavar="N", help="move at most N matching messages")
+    parser.add_argument("--limit", type=positive(int), metavar="N", help="move at most N matching messages")
     parser.add_argument(
         "--filter", metavar="EXPR", help="only messages matching EXPR (task_type=x,error~Timeout)"
     )
-    parser.add_argument("--rate", type=positive_float, metavar="R", help="at most R messages per second")
+    parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R messages per second")
     parser.add_argument("--dry-run", action="store_true", help="count what would move; change nothing")
     path = parser.add_mutually_exclusive_group()
     path.add_argument(
@@ -91,37 +90,17 @@ def run_server_side(
     if report is None:
         ctx.progress(f"{action}: server-side move not available on this broker; moving through the client")
         return None
-    return ActionReport(
-        action=action,
-        source=source,
-        target=target,
-        matched=report.matched,
-        moved=report.moved,
-        failed=report.failed,
-        detail=report.detail,
-    )
+    return replace(report, action=action)
 
 
 def run_client_side(admin: BrokerAdmin, ctx: CommandContext, plan: TransferPlan) -> TransferOutcome:
+    where = f"{plan.source} -> {plan.target}" if plan.target else f"{plan.source} -> original queues"
+    ctx.progress(f"{plan.action}: client-side, {where}")
     outcome = transfer(admin.open_transfer(plan.source), plan, ctx.progress)
     detail = "client-side: confirmed copies, originals acked after" + (
         f"; {outcome.report.detail}" if outcome.report.detail else ""
     )
-    report = outcome.report
-    return TransferOutcome(
-        ActionReport(
-            action=report.action,
-            source=report.source,
-            target=report.target,
-            matched=report.matched,
-            moved=report.moved,
-            failed=report.failed,
-            dry_run=report.dry_run,
-            not_done=report.not_done,
-            detail=detail,
-        ),
-        outcome.error,
-    )
+    return TransferOutcome(replace(outcome.report, detail=detail), outcome.error)
 
 
 def finish(ctx: CommandContext, outcome: TransferOutcome) -> int:

@@ -13,15 +13,13 @@ from rich.text import Text
 # CSI / OSC / other ESC sequences first, then any remaining C0/C1 control character but newline and tab.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LINE_BREAKS = re.compile(r"[\n\t\r]+")
 
 
 def clean(value: object, *, one_line: bool = True) -> str:
     """``value`` as text with escape sequences removed and control characters dropped."""
-    text = _ESCAPES.sub("", str(value))
-    if one_line:
-        return _CONTROLS_ONE_LINE.sub(" ", text)
-    return _CONTROLS.sub("", text)
+    text = _CONTROLS.sub("", _ESCAPES.sub("", str(value)))
+    return _LINE_BREAKS.sub(" ", text) if one_line else text
 
 
 def literal(value: object, style: str = "", *, one_line: bool = True) -> Text:

@@ -68,12 +68,15 @@ class Histogram(PlotextPlot):
         series = [(t.name, getattr(t, self.kind)) for t in types]
         series = [(name, latency) for name, latency in series if latency.buckets]
         if series:
-            labels = [seconds(bound) for bound, _ in series[0][1].buckets]
+            bounds = [bound for bound, _ in series[0][1].buckets]
+            positions = list(range(len(bounds)))
             plt.multiple_bar(
-                labels,
+                positions,
                 [_counts(latency) for _, latency in series],
                 labels=[clean(n) for n, _ in series],  # type: ignore[call-arg] # stub says label
             )
+            # Explicit ticks: left to itself plotext drops crowded labels differently from run to run.
+            plt.xticks(positions[::3], [f"≤{seconds(b)}" for b in bounds[::3]])
         self.refresh()
 
 

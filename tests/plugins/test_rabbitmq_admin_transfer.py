@@ -1,0 +1,190 @@
+"""move and replay against the real RabbitMQ: confirmed before acked, filters, dry runs, read-only, paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tqadmin.cli import main
+
+pytestmark = pytest.mark.rabbitmq
+
+
+def bodies(messages: list[tuple[Any, bytes]]) -> list[dict[str, Any]]:
+    return [json.loads(body) for _, body in messages]
+
+
+def test_move_takes_every_message_in_order_and_preserves_bytes_and_properties(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 30)
+    amqp_queues.publish(
+        src,
+        b"\x00\xff\xfe binary",
+        {"x-big": "h" * 60_000, "x-uni": "émoji 🚒", "x-num": 7},
+        message_id="m-1",
+        correlation_id="c-1",
+        content_type="application/octet-stream",
+        priority=3,
+        timestamp=1_700_000_000,
+        type="kind",
+        app_id="app",
+    )
+    code, doc, _ = tq_json("move", src, dst, "--client-side")
+    assert code == 0
+    assert doc is not None and (doc["matched"], doc["moved"], doc["failed"]) == (31, 31, 0)
+    assert "client-side" in doc["detail"]
+    taken = amqp_queues.drain(dst)
+    assert [json.loads(b)["n"] for _, b in taken[:30]] == list(range(30))
+    props, body = taken[30]
+    assert body == b"\x00\xff\xfe binary"
+    assert props.headers == {"x-big": "h" * 60_000, "x-uni": "émoji 🚒", "x-num": 7}
+    assert (props.message_id, props.correlation_id, props.content_type) == (
+        "m-1",
+        "c-1",
+        "application/octet-stream",
+    )
+    assert (props.priority, props.timestamp, props.type, props.app_id, props.delivery_mode) == (
+        3,
+        1_700_000_000,
+        "kind",
+        "app",
+        2,
+    )
+    assert amqp_queues.depth(src) == 0
+
+
+def test_a_filter_moves_matching_messages_and_the_others_keep_their_order(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    for i in range(40):
+        amqp_queues.publish(
+            src, json.dumps({"task_type": "resize" if i % 4 == 0 else "mail", "id": str(i)}).encode()
+        )
+    code, doc, _ = tq_json("move", src, dst, "--filter", "task_type=resize")
+    assert code == 0 and doc is not None
+    assert (doc["matched"], doc["moved"]) == (10, 10)
+    assert [int(j["id"]) for j in bodies(amqp_queues.drain(dst))] == list(range(0, 40, 4))
+    assert [int(j["id"]) for j in bodies(amqp_queues.drain(src))] == [i for i in range(40) if i % 4]
+
+
+def test_limit_moves_at_most_n_and_leaves_the_rest(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 20)
+    code, doc, _ = tq_json("move", src, dst, "--limit", "7", "--client-side")
+    assert code == 0 and doc is not None and doc["moved"] == 7
+    assert (amqp_queues.depth(dst), amqp_queues.depth(src)) == (7, 13)
+
+
+def test_a_dry_run_reports_matches_and_changes_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 12)
+    code, doc, _ = tq_json("move", src, dst, "--dry-run", "--filter", "n!=3")
+    assert code == 0 and doc is not None
+    assert (doc["matched"], doc["moved"], doc["dry_run"]) == (11, 0, True)
+    assert amqp_queues.depth(dst) == 0
+    assert [j["n"] for j in bodies(amqp_queues.drain(src))] == list(range(12))
+
+
+def test_read_only_refuses_before_connecting_with_exit_6(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nowhere = ["--broker", "amqp://guest:guest@127.0.0.1:1/"]
+    for argv in (["move", "a", "b"], ["replay", "a"], ["purge", "a", "--yes"], ["delete", "a", "--id", "x"]):
+        assert main([*argv, "--read-only", *nowhere]) == 6, argv
+        assert "read-only" in capsys.readouterr().err
+
+
+def test_moving_to_a_queue_that_does_not_exist_is_exit_4_and_loses_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src = amqp_queues.declare("src")
+    missing = amqp_queues.name("missing")
+    amqp_queues.publish_jobs(src, 5)
+    for side in ("--client-side", "--server-side"):
+        code, _, err = tq_json("move", src, missing, side)
+        assert code == 4, side
+        assert missing in err
+    assert amqp_queues.depth(src) == 5
+
+
+def test_replay_returns_messages_to_their_original_queues_and_counts_the_replay(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    dlq, q1, q2 = amqp_queues.declare("dlq"), amqp_queues.declare("q1"), amqp_queues.declare("q2")
+    amqp_queues.publish(
+        dlq, b'{"task_type": "a", "id": "1"}', {"x-tq-original-queue": q1, "x-tq-reason": "fatal"}
+    )
+    amqp_queues.publish(dlq, b'{"task_type": "b", "id": "2"}', {"x-tq-original-queue": q2, "x-tq-replays": 1})
+    amqp_queues.publish(dlq, b'{"task_type": "c", "id": "3"}', {"x-tq-reason": "malformed"})
+    code, doc, _ = tq_json("replay", dlq)
+    assert code == 5 and doc is not None
+    assert (doc["moved"], doc["failed"]) == (2, 1)
+    assert "x-tq-original-queue" in doc["not_done"][0]
+    (p1, _), (p2, _) = amqp_queues.drain(q1)[0], amqp_queues.drain(q2)[0]
+    assert (p1.headers["x-tq-replays"], p1.headers["x-tq-reason"]) == (1, "fatal")
+    assert p2.headers["x-tq-replays"] == 2
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(dlq)] == ["3"]
+
+
+def test_replay_with_to_and_a_filter_sends_only_matches_there(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("target")
+    for i in range(6):
+        reason = "timeout" if i % 2 else "fatal"
+        amqp_queues.publish(
+            dlq, json.dumps({"task_type": "t", "id": str(i)}).encode(), {"x-tq-reason": reason}
+        )
+    code, doc, _ = tq_json("replay", dlq, "--to", target, "--filter", "reason=timeout", "--rate", "1000")
+    assert code == 0 and doc is not None and doc["moved"] == 3
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["1", "3", "5"]
+
+
+def test_without_a_filter_the_broker_moves_the_messages_through_a_shovel(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 50)
+    code, doc, _ = tq_json("move", src, dst, "--limit", "20")
+    assert code == 0 and doc is not None
+    assert doc["moved"] == 20 and doc["detail"].startswith("server-side")
+    assert (amqp_queues.depth(dst), amqp_queues.depth(src)) == (20, 30)
+    code, doc, _ = tq_json("replay", src, "--to", dst)
+    assert code == 0 and doc is not None and doc["detail"].startswith("server-side")
+    assert amqp_queues.depth(dst) == 50
+
+
+def test_server_side_with_a_filter_is_a_usage_error(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["move", "a", "b", "--server-side", "--filter", "x=1"]) == 2
+    assert "--filter" in capsys.readouterr().err
+
+
+def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    from tqadmin.store import open_store
+
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
+    amqp_queues.publish_jobs(dlq, 4)
+    store_url = f"sqlite:///{isolated_env / 'store.db'}"
+    store = open_store(store_url)
+    for job_id in ("job-1", "job-2"):
+        assert store.complete(store.claim(job_id, "test", 30))
+    store.close()
+    code, doc, _ = tq_json("replay", dlq, "--to", target, "--skip-done", "--store", store_url)
+    assert code == 0 and doc is not None
+    assert doc["moved"] == 2 and "skipped 2" in doc["detail"]
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["job-0", "job-3"]
+    assert [json.loads(b)["id"] for _, b in amqp_queues.drain(dlq)] == ["job-1", "job-2"]
