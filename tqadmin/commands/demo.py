@@ -10,9 +10,8 @@ import argparse
 import os
 import re
 
-from tqadmin.cli import _positive_float
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.transfer_options import positive_int
+from tqadmin.commands.transfer_options import positive
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
@@ -35,14 +34,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-ui", action="store_true", help="run headless and print a summary at the end")
     parser.add_argument(
         "--duration",
-        type=_positive_float,
+        type=positive(float),
         metavar="S",
         help=f"seconds to run (default {HEADLESS_DURATION_S:.0f} with --no-ui, else until you quit the UI)",
     )
     parser.add_argument(
-        "--workers", type=positive_int, default=4, metavar="N", help="worker processes (default 4)"
+        "--workers", type=positive(int), default=4, metavar="N", help="worker processes (default 4)"
     )
-    parser.add_argument("--rate", type=_positive_float, default=10.0, metavar="R", help="jobs a second (10)")
+    parser.add_argument("--rate", type=positive(float), default=10.0, metavar="R", help="jobs a second (10)")
     parser.add_argument(
         "--failure-rate",
         type=_fraction,
@@ -59,10 +58,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the injected failures and the traffic")
     parser.add_argument(
-        "--concurrency", type=positive_int, default=4, metavar="N", help="jobs each worker runs at once (4)"
+        "--concurrency", type=positive(int), default=4, metavar="N", help="jobs each worker runs at once (4)"
     )
     parser.add_argument(
-        "--job-timeout", type=_positive_float, default=2.0, metavar="S", help="the workers' --job-timeout (2)"
+        "--job-timeout", type=positive(float), default=2.0, metavar="S", help="the workers' --job-timeout (2)"
     )
     parser.add_argument(
         "--drain",
