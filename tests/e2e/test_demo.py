@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pika
 import pytest
 import redis
@@ -29,6 +30,7 @@ from tqadmin.plugin.models import HEADER_REASON
 from tqadmin.store import open_store
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+MANAGEMENT_URL = "http://127.0.0.1:15672/"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis, pytest.mark.xdist_group("demo")]
@@ -54,14 +56,22 @@ def demo_env(home: Path, store_prefix: str) -> dict[str, str]:
     return env
 
 
-def owned_queues(admin: Any, prefix: str) -> list[str]:
-    return [q.name for q in admin.list_queues().queues if q.name.startswith(f"{prefix}.")]
+def owned_queues(prefix: str) -> list[str]:
+    """This run's queues, found by the management API's own name filter (other suites may hold thousands)."""
+    response = httpx.get(
+        MANAGEMENT_URL + "api/queues/%2F",
+        params={"page": 1, "page_size": 500, "name": f"^{prefix}\\.", "use_regex": "true", "columns": "name"},
+        auth=("guest", "guest"),
+        timeout=10,
+    )
+    response.raise_for_status()
+    return [item["name"] for item in response.json()["items"]]
 
 
 def clean_up(admin: Any, prefix: str) -> None:
     connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
     channel = connection.channel()
-    for name in owned_queues(admin, prefix):
+    for name in owned_queues(prefix):
         channel.queue_delete(name)
     connection.close()
     store = open_store(f"{REDIS_URL}?prefix={prefix}")
@@ -132,7 +142,7 @@ def test_malformed_messages_land_in_the_dead_letter_queues_with_reason_malformed
     published = demo_run.summary["malformed_published"]
     reasons: Counter[str] = Counter()
     bodies = []
-    for dlq in (q for q in owned_queues(demo_run.admin, demo_run.prefix) if q.endswith(".dlq")):
+    for dlq in (q for q in owned_queues(demo_run.prefix) if q.endswith(".dlq")):
         for message in demo_run.admin.peek(dlq, 500).messages:
             reasons[message.headers[HEADER_REASON]] += 1
             bodies.append(message.body)

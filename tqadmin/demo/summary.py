@@ -37,6 +37,7 @@ class BrokerView:
     left_in_queues: int = 0
     in_dead_letter_queues: int = 0
     reasons: Mapping[str, int] | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ class Summary:
             "wait": t.wait.percentiles(),
             "task_types": {name: figures_json(f) for name, f in sorted(self.telemetry.task_types.items())},
             "log_dir": self.log_dir,
-            "notes": list(self.notes),
+            "notes": [*self.notes, *([self.broker.note] if self.broker.note else [])],
         }
 
     def render(self) -> str:
@@ -112,7 +113,8 @@ class Summary:
         ]
         if self.log_dir:
             lines += ["", f"worker logs: {self.log_dir}"]
-        lines += [f"note: {note}" for note in self.notes]
+        notes = (*self.notes, self.broker.note) if self.broker.note else self.notes
+        lines += [f"note: {note}" for note in notes]
         return "\n".join(lines)
 
 

@@ -17,9 +17,9 @@ from tqadmin.demo.layout import Layout
 from tqadmin.demo.orchestrator import Wiring
 from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
-from tqadmin.errors import ConnectError, NotAuthorized, NotSupported
+from tqadmin.errors import BadResponse, ConnectError, NotAuthorized, NotSupported, TqadminError
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.models import HEADER_REASON
+from tqadmin.plugin.models import HEADER_REASON, QueueListing
 from tqadmin.plugin.transport import BrokerTransport
 from tqadmin.plugin.transport import Outcome as PublishOutcome
 from tqadmin.plugin.transport import Outgoing as Message
@@ -46,7 +46,7 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     _all_reachable(
         [
             (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
-            (admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker"),
+            (partial(list_queues, admin), HINTS["management"] if scheme == "amqp" else "start the broker"),
         ]
     )
     transport = ctx.plugin().transport(ctx.broker_config())
@@ -125,23 +125,39 @@ def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
     """Counts once the workers are stopped: what is left in the work and retry queues, what is in the
     dead-letter queues, and why (from the ``x-tq-reason`` header of each dead letter, by peeking).
 
-    The management API's figures lag by a few seconds, so the work and dead-letter queues, and any retry
-    queue it does not report empty, are counted again by the broker itself; the many retry queues it
-    reports empty cost nothing more.
+    The broker counts the work and dead-letter queues itself (the management API's figures lag by a few
+    seconds); the retry queues, named by the worker's delay tiers, are found in the listing and only those
+    it does not report empty are counted again.
     """
+    counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
+    note = ""
+    try:
+        listed = list_queues(admin).queues
+    except TqadminError as exc:
+        listed = ()
+        note = f"retry queues not counted: {exc}"
+    for queue in listed:
+        if layout.owns(queue.name) and queue.name not in counts and queue.messages:
+            counts[queue.name] = _exact_count(admin, queue.name)
     dead_letter_queues = set(layout.dead_letter_queues)
-    always = dead_letter_queues | set(layout.queues)
-    listed = {q.name: q.messages for q in admin.list_queues().queues if layout.owns(q.name)}
-    counts = {
-        name: _exact_count(admin, name) if (listed_count or name in always) else 0
-        for name, listed_count in listed.items()
-    }
-    reasons = _reasons(admin, {name: counts[name] for name in counts if name in dead_letter_queues})
     return BrokerView(
         left_in_queues=sum(n for name, n in counts.items() if name not in dead_letter_queues),
         in_dead_letter_queues=sum(n for name, n in counts.items() if name in dead_letter_queues),
-        reasons=reasons,
+        reasons=_reasons(admin, {name: counts[name] for name in layout.dead_letter_queues}),
+        note=note,
     )
+
+
+def list_queues(admin: BrokerAdmin, attempts: int = 3) -> QueueListing:
+    """The listing, asked again when a paged listing raced with queues deleted between its pages."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return admin.list_queues()
+        except BadResponse:
+            if attempt == attempts:
+                raise
+            time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
 
 
 def _reasons(admin: BrokerAdmin, dead_letter_counts: dict[str, int]) -> dict[str, int] | None:
