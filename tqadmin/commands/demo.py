@@ -116,7 +116,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         from tqadmin.demo.dashboard import run_with_dashboard
 
         with stop_on_signals(demo):
-            summary = run_with_dashboard(demo, lambda: app_class(settings=settings), args.duration)
+            telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
+            summary = run_with_dashboard(
+                demo, lambda: app_class(settings=settings, telemetry=telemetry), args.duration
+            )
     ctx.emit(summary.to_json(), summary.render)
     return int(ExitCode.OK)
 

@@ -48,6 +48,7 @@ class Wiring:
     sink_factory: Callable[[], Sink]
     telemetry: Callable[[Layout], Telemetry]
     broker_view: Callable[[Layout], BrokerView]
+    dashboard_telemetry: Callable[[], object] | None = None  # a TelemetrySource for the TUI
 
 
 class WorkersGaveUp(TqadminError):

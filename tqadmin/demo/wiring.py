@@ -57,7 +57,14 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
         sink_factory=lambda: TransportSink(transport),
         telemetry=lambda layout: read_telemetry(store, layout, started_at),
         broker_view=lambda layout: read_broker(admin, layout),
+        dashboard_telemetry=lambda: _dashboard_telemetry(store, layout, started_at),
     )
+
+
+def _dashboard_telemetry(store: StateStore, layout: Layout, started_at: float) -> object:
+    from tqadmin.demo.live import DemoTelemetry  # imports the TUI's views: only with the dashboard
+
+    return DemoTelemetry(store, layout, started_at)
 
 
 def _kind(url: str) -> str:

@@ -1,0 +1,94 @@
+"""The dashboard's telemetry panel during a demo: this run's workers only, over a sliding window.
+
+The state store may hold workers of earlier demos and of other deployments; the panel shows the workers this
+demo started (after it began, on its queues), so the figures on screen are the ones its summary will add up.
+Latency histograms are regrouped from the telemetry's fine logarithmic buckets into a few fixed bounds shared
+by every task type, which is what the panel's bar chart draws side by side.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tqadmin.demo.layout import Layout
+from tqadmin.store.base import StateStore
+from tqadmin.telemetry.histogram import Histogram, estimate_of
+from tqadmin.telemetry.window import WindowStats, window_stats
+from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView, WorkerView
+
+# Upper bounds in seconds; anything slower than the last is counted in it.
+BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+class DemoTelemetry:
+    """A ``TelemetrySource`` for :class:`~tqadmin.tui.TqadminApp`, read in the app's poll thread."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        layout: Layout,
+        started_at: float,
+        window_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._layout = layout
+        self._started_at = started_at
+        self._window_s = window_s
+        self._clock = clock
+
+    def _ours(self, queues: tuple[str, ...], started_at: float) -> bool:
+        return started_at >= self._started_at and any(self._layout.owns(q) for q in queues)
+
+    def read(self) -> TelemetryView:
+        now, histories = self._store.history(self._window_s)
+        mine = [h for h in histories if self._ours(h.latest.snapshot.queues, h.latest.snapshot.started_at)]
+        merged = window_stats(now, self._window_s, mine)
+        window = WindowStats(
+            merged.window_s,
+            merged.span_s,
+            merged.workers,
+            {key: stats for key, stats in merged.by_key.items() if self._layout.owns(key[0])},
+        )
+        task_types = tuple(
+            TaskTypeView(name, stats.done, stats.failed, _latency(stats.wait), _latency(stats.run))
+            for name, stats in sorted(window.task_types.items())
+        )
+        workers = tuple(
+            WorkerView(
+                id=record.snapshot.worker_id,
+                queue=", ".join(record.snapshot.queues),
+                heartbeat_age_s=record.age_s,
+                current_job=record.snapshot.current_job,
+                done=record.snapshot.totals().done,
+                failed=record.snapshot.totals().failed,
+                alive=record.alive,
+            )
+            for record in self._store.workers()
+            if self._ours(record.snapshot.queues, record.snapshot.started_at)
+        )
+        return TelemetryView(
+            window_s=self._window_s,
+            throughput=window.throughput,
+            failure_rate=window.failure_rate,
+            task_types=task_types,
+            workers=workers,
+        )
+
+
+def _latency(histogram: Histogram) -> Latency:
+    percentiles = histogram.percentiles()
+    return Latency(percentiles["p50"], percentiles["p95"], percentiles["p99"], regroup(histogram))
+
+
+def regroup(histogram: Histogram) -> tuple[tuple[float, int], ...]:
+    """Counts per fixed upper bound (seconds); empty when nothing was recorded."""
+    if not histogram.count:
+        return ()
+    counts = [0] * len(BOUNDS_S)
+    counts[0] += histogram.zero
+    for index, n in histogram.buckets.items():
+        value = estimate_of(index)
+        counts[next((i for i, bound in enumerate(BOUNDS_S) if value <= bound), len(BOUNDS_S) - 1)] += n
+    return tuple(zip(BOUNDS_S, counts, strict=True))
