@@ -69,7 +69,7 @@ class Histogram(PlotextPlot):
         series = [(name, latency) for name, latency in series if latency.buckets]
         if series:
             bounds = [bound for bound, _ in series[0][1].buckets]
-            positions = list(range(len(bounds)))
+            positions = [float(i) for i in range(len(bounds))]
             plt.multiple_bar(
                 positions,
                 [_counts(latency) for _, latency in series],
