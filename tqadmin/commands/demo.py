@@ -27,6 +27,7 @@ from tqadmin.demo.traffic import Traffic
 from tqadmin.errors import ExitCode, UsageError
 
 HEADLESS_DURATION_S = 30.0
+REPORT_EVERY_S = 5.0
 PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         with stop_on_signals(demo):
             try:
                 demo.start()
-                demo.wait(duration)
+                demo.wait(duration, report_every_s=REPORT_EVERY_S)
             finally:
                 summary = demo.finish()
     else:

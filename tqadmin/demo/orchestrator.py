@@ -134,11 +134,16 @@ class Demo:
         self.supervisor.start()
         self._traffic_thread.start()
 
-    def wait(self, duration_s: float | None) -> None:
-        """Supervise until ``duration_s`` passed or a stop was requested (signal, UI exit)."""
+    def wait(self, duration_s: float | None, report_every_s: float | None = None) -> None:
+        """Supervise until ``duration_s`` passed or a stop was requested (signal, UI exit), reporting
+        progress every ``report_every_s`` (headless only: with the dashboard the terminal is the app's)."""
         deadline = None if duration_s is None else self._clock() + duration_s
+        next_report = None if report_every_s is None else self._clock() + report_every_s
         while not self.stop_requested.is_set():
             self.supervisor.check()
+            if next_report is not None and report_every_s is not None and self._clock() >= next_report:
+                next_report += report_every_s
+                self._progress(self._status())
             if self.supervisor.gave_up():
                 raise WorkersGaveUp(
                     "every demo worker exited and kept exiting; "
@@ -149,6 +154,16 @@ class Demo:
             if remaining is not None and remaining <= 0:
                 return
             self.stop_requested.wait(POLL_S if remaining is None else min(POLL_S, remaining))
+
+    def _status(self) -> str:
+        traffic = self.traffic.counts()
+        t = self.wiring.telemetry(self.layout).total
+        alive = self.supervisor.alive()
+        return (
+            f"{self._clock() - self._started_at:.0f} s: published {traffic.published}, done {t.done}, "
+            f"retried {t.retried}, dead-lettered {t.dead_lettered}, deduplicated {t.deduplicated}; "
+            f"{alive} worker(s) running"
+        )
 
     def finish(self) -> Summary:
         """Stop publishing, let the workers drain, stop them, and report."""
