@@ -17,6 +17,7 @@ from tqadmin.demo.orchestrator import Demo, Wiring, WorkerOptions, WorkersGaveUp
 from tqadmin.demo.processes import Supervisor
 from tqadmin.demo.summary import BrokerView, Summary, Telemetry
 from tqadmin.demo.traffic import Outgoing, Traffic, TrafficCounts
+from tqadmin.errors import Unreachable
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
 
@@ -182,4 +183,29 @@ def test_with_the_dashboard_the_demo_ends_the_app_when_its_duration_is_over(tmp_
 def test_quitting_the_dashboard_stops_the_demo(tmp_path: Path) -> None:
     demo = make_demo(tmp_path, SLEEPER, CatchingUpWorkers())
     run_with_dashboard(demo, lambda: FakeApp(quit_after_s=0.2), None)
+    assert demo.supervisor.alive() == 0
+
+
+def test_headless_progress_is_reported_while_the_demo_runs(tmp_path: Path) -> None:
+    lines: list[str] = []
+    demo = make_demo(tmp_path, SLEEPER, CatchingUpWorkers())
+    demo._progress = lines.append
+    demo.start()
+    demo.wait(0.35, report_every_s=0.1)
+    demo.finish()
+    assert any("published" in line and "2 worker(s) running" in line for line in lines)
+
+
+def test_a_broker_gone_at_the_end_still_gives_a_summary_that_says_so(tmp_path: Path) -> None:
+    def unreachable(layout: Layout) -> BrokerView:
+        raise Unreachable("cannot connect to RabbitMQ at amqp://127.0.0.1:5672/")
+
+    demo = make_demo(tmp_path, SLEEPER, CatchingUpWorkers())
+    demo.wiring = dataclasses.replace(demo.wiring, broker_view=unreachable)
+    demo.start()
+    demo.wait(0.2)
+    summary = demo.finish()
+    assert summary.notes == (
+        "queue figures could not be read: cannot connect to RabbitMQ at amqp://127.0.0.1:5672/",
+    )
     assert demo.supervisor.alive() == 0

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from tqadmin.demo.layout import plan
 from tqadmin.demo.traffic import MALFORMED_KINDS, Kind, Outgoing, Traffic, TrafficCounts, kind_at
+from tqadmin.errors import Unreachable
 from tqadmin.pipeline.job import MalformedJob, decode_job
 
 
@@ -126,3 +127,14 @@ def test_batches_hold_about_a_second_of_traffic() -> None:
 
 def test_empty_counts_publish_nothing() -> None:
     assert TrafficCounts().published == 0
+
+
+def test_a_sink_that_cannot_even_try_fails_its_batch_without_killing_the_publisher() -> None:
+    class BrokenSink(RecordingSink):
+        def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+            raise Unreachable("cannot connect to RabbitMQ")
+
+    sink = BrokenSink()
+    traffic = Traffic(plan("t", 4), lambda: sink, rate=100.0, seed=1, clock=fast_clock())  # type: ignore[arg-type]
+    traffic.run(threading.Event(), limit=5)
+    assert traffic.counts().failed == 5

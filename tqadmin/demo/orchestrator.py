@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
 
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import Layout
@@ -25,6 +26,7 @@ from tqadmin.demo.summary import BrokerView, Summary, Telemetry
 from tqadmin.demo.traffic import Sink, Traffic
 from tqadmin.errors import TqadminError
 
+T = TypeVar("T")
 TASKS_MODULE = "tqadmin.demo.tasks"
 POLL_S = 0.5
 
@@ -166,22 +168,32 @@ class Demo:
         )
 
     def finish(self) -> Summary:
-        """Stop publishing, let the workers drain, stop them, and report."""
+        """Stop publishing, let the workers drain, stop them, and report.
+
+        A broker or store that went away during the run does not cost the summary: what could not be read
+        is said in its notes.
+        """
+        notes: list[str] = []
         try:
             self._traffic_stop.set()
             if self._traffic_thread.is_alive():
                 self._traffic_thread.join()
-            notes = self._drain()
+            notes += self._drain()
+        except TqadminError as exc:
+            notes.append(f"draining stopped: {exc}")
         finally:
             self.supervisor.stop()
+        duration_s = self._clock() - self._started_at
+        telemetry = _read(lambda: self.wiring.telemetry(self.layout), Telemetry(), "worker telemetry", notes)
+        broker = _read(lambda: self.wiring.broker_view(self.layout), BrokerView(), "queue figures", notes)
         return Summary(
-            duration_s=self._clock() - self._started_at,
+            duration_s=duration_s,
             queues=self.layout.queues,
             workers=len(self.supervisor.children),
             failure_rate=self.failure_rate,
             traffic=self.traffic.counts(),
-            telemetry=self.wiring.telemetry(self.layout),
-            broker=self.wiring.broker_view(self.layout),
+            telemetry=telemetry,
+            broker=broker,
             log_dir=str(self.log_dir) if self.log_dir else "",
             notes=(*self.supervisor.notes, *notes),
         )
@@ -207,6 +219,14 @@ class Demo:
         if left > 0:
             return [f"{left} message(s) were not finished when the workers were stopped"]
         return []
+
+
+def _read(call: Callable[[], T], default: T, what: str, notes: list[str]) -> T:
+    try:
+        return call()
+    except TqadminError as exc:
+        notes.append(f"{what} could not be read: {exc}")
+        return default
 
 
 def _finished(telemetry: Telemetry) -> int:

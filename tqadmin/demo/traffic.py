@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from tqadmin.demo.layout import Layout
+from tqadmin.errors import TqadminError
 from tqadmin.pipeline.job import new_job
 
 MALFORMED_EVERY = 25
@@ -191,7 +192,10 @@ class Traffic:
                 size = self._batch if limit is None else min(self._batch, limit - attempted)
                 batch = [self.next_message() for _ in range(size)]
                 attempted += size
-                confirmed, error = sink.publish(batch, 1.0 / self._interval)
+                try:
+                    confirmed, error = sink.publish(batch, 1.0 / self._interval)
+                except TqadminError as exc:  # the sink could not even try: the whole batch failed
+                    confirmed, error = [False] * len(batch), str(exc)
                 self._record(batch, confirmed, error)
                 next_at += size * self._interval
                 if error:
