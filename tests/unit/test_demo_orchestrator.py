@@ -53,7 +53,9 @@ def make_demo(tmp_path: Path, command: list[str], workers: CatchingUpWorkers) ->
     wiring = Wiring(
         sink_factory=ConfirmingSink,
         telemetry=workers,
-        broker_view=lambda layout: BrokerView(in_dead_letter_queues=2, reasons={"fatal": 2}),
+        broker_view=lambda layout, baseline: BrokerView(
+            dead_letters={"t.tasks.dlq": 2}, reasons={"fatal": 2}
+        ),
     )
     supervisor = Supervisor({"w1": command, "w2": command}, dict(os.environ), tmp_path, max_restarts=0)
     workers.traffic = Traffic(layout, ConfirmingSink, 20.0, 1)
@@ -134,20 +136,34 @@ def summary(**broker: object) -> Summary:
 
 
 def test_the_summary_balances_when_every_message_is_somewhere() -> None:
-    balanced = summary(in_dead_letter_queues=1, reasons={"malformed": 1})
+    balanced = summary(dead_letters={"demo.images.dlq": 1}, reasons={"malformed": 1})
     assert balanced.balanced
     text = balanced.render()
     assert (
         "published 4 = done 2 + dead-lettered 1 + deduplicated 1 + left 0: every message accounted for"
         in text
     )
-    assert "(1 in the dead-letter queues: malformed 1)" in text
+    assert "(1 new in the dead-letter queues: malformed 1)" in text
     assert "12 ms" in text and "2.4" in text
     document = balanced.to_json()
     assert document["published"] == 4
     assert document["run"]["p50"] == pytest.approx(0.012, rel=0.02)
     assert document["run"]["p99"] == pytest.approx(2.5, rel=0.02)
     assert set(document) >= {"done", "retried", "dead_lettered", "deduplicated", "wait", "task_types"}
+
+
+def test_an_earlier_runs_leftovers_are_counted_apart() -> None:
+    earlier = BrokerView(left_in_queues=2, dead_letters={"demo.images.dlq": 5})
+    carried = dataclasses.replace(
+        summary(dead_letters={"demo.images.dlq": 6}, reasons={"malformed": 1}),
+        baseline=earlier,
+        telemetry=Telemetry(total=TaskStats(done=4, dead_lettered=1, deduplicated=1)),
+    )
+    assert carried.balanced
+    assert carried.new_dead_letters == 1
+    text = carried.render()
+    assert "published 4 + 2 already queued = done 4 + dead-lettered 1 + deduplicated 1 + left 0" in text
+    assert "(1 new in the dead-letter queues, beside 5 from earlier runs: malformed 1)" in text
 
 
 def test_the_summary_says_so_when_messages_are_missing() -> None:
@@ -197,7 +213,9 @@ def test_headless_progress_is_reported_while_the_demo_runs(tmp_path: Path) -> No
 
 
 def test_a_broker_gone_at_the_end_still_gives_a_summary_that_says_so(tmp_path: Path) -> None:
-    def unreachable(layout: Layout) -> BrokerView:
+    def unreachable(layout: Layout, baseline: BrokerView | None) -> BrokerView:
+        if baseline is None:
+            return BrokerView()
         raise Unreachable("cannot connect to RabbitMQ at amqp://127.0.0.1:5672/")
 
     demo = make_demo(tmp_path, SLEEPER, CatchingUpWorkers())

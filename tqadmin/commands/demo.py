@@ -98,6 +98,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         Traffic(layout, wiring.sink_factory, args.rate, args.seed),
         failure_rate=args.failure_rate,
         drain_s=args.drain,
+        settle_s=options.backoff_cap_s + 0.5,
         log_dir=log_dir,
         progress=lambda text: ctx.progress(f"demo: {text}"),
     )

@@ -49,7 +49,8 @@ class Wiring:
 
     sink_factory: Callable[[], Sink]
     telemetry: Callable[[Layout], Telemetry]
-    broker_view: Callable[[Layout], BrokerView]
+    # The broker's counts; given the counts at the start, also the reasons of the dead letters added since.
+    broker_view: Callable[[Layout, BrokerView | None], BrokerView]
     dashboard_telemetry: Callable[[], object] | None = None  # a TelemetrySource for the TUI
 
 
@@ -110,6 +111,7 @@ class Demo:
         *,
         failure_rate: float,
         drain_s: float = 15.0,
+        settle_s: float = 0.0,
         log_dir: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         progress: Callable[[str], None] = lambda text: None,
@@ -120,6 +122,7 @@ class Demo:
         self.traffic = traffic
         self.failure_rate = failure_rate
         self.drain_s = drain_s
+        self.settle_s = settle_s
         self.log_dir = log_dir
         self.stop_requested = threading.Event()
         self.hurry = threading.Event()  # a second Ctrl-C: skip the drain
@@ -129,9 +132,12 @@ class Demo:
         )
         self._clock = clock
         self._progress = progress
+        self.baseline = BrokerView()
         self._started_at = 0.0
 
     def start(self) -> None:
+        """Note what the demo's queues already hold (an earlier run's leftovers), then start everything."""
+        self.baseline = self.wiring.broker_view(self.layout, None)
         self._started_at = self._clock()
         self.supervisor.start()
         self._traffic_thread.start()
@@ -184,8 +190,14 @@ class Demo:
         finally:
             self.supervisor.stop()
         duration_s = self._clock() - self._started_at
+        if notes:
+            # Unfinished messages may sit in retry delay queues; let them expire back into the work queues,
+            # where the broker counts them exactly.
+            time.sleep(self.settle_s)
         telemetry = _read(lambda: self.wiring.telemetry(self.layout), Telemetry(), "worker telemetry", notes)
-        broker = _read(lambda: self.wiring.broker_view(self.layout), BrokerView(), "queue figures", notes)
+        broker = _read(
+            lambda: self.wiring.broker_view(self.layout, self.baseline), BrokerView(), "queue figures", notes
+        )
         return Summary(
             duration_s=duration_s,
             queues=self.layout.queues,
@@ -194,6 +206,7 @@ class Demo:
             traffic=self.traffic.counts(),
             telemetry=telemetry,
             broker=broker,
+            baseline=self.baseline,
             log_dir=str(self.log_dir) if self.log_dir else "",
             notes=(*self.supervisor.notes, *notes),
         )
@@ -205,7 +218,7 @@ class Demo:
         every few seconds): a message is finished once it is done, dead-lettered or deduplicated.
         """
         deadline = self._clock() + self.drain_s
-        published = self.traffic.counts().published
+        published = self.traffic.counts().published + self.baseline.left_in_queues
         left = published - _finished(self.wiring.telemetry(self.layout))
         if left > 0:
             self._progress(

@@ -120,17 +120,21 @@ class Supervisor:
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM every worker's group (they finish their jobs), SIGKILL whatever is left after the grace."""
         self._stopping = True
-        running = [c.process for c in self.children if c.process is not None]
-        for process in running:
-            _kill_group(process.pid, signal.SIGTERM)
+        running = [c for c in self.children if c.process is not None]
+        for child in running:
+            assert child.process is not None
+            _kill_group(child.process.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        for process in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        for process in running:
-            _kill_group(process.pid, signal.SIGKILL)
-            process.wait()
-        for child in self.children:
+        for child in running:
+            assert child.process is not None
+            try:
+                child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.notes.append(f"{child.name} did not stop within {grace_s:g} s of SIGTERM: killed")
+        for child in running:
+            assert child.process is not None
+            _kill_group(child.process.pid, signal.SIGKILL)
+            child.process.wait()
             child.process = None
 
 

@@ -32,12 +32,17 @@ class Telemetry:
 
 @dataclass(frozen=True, slots=True)
 class BrokerView:
-    """The broker's view at the end: messages left in work and retry queues, and in the DLQs by reason."""
+    """The broker's view: messages in the work and retry queues, in each DLQ, and (at the end) the reasons
+    of the dead letters this run added."""
 
     left_in_queues: int = 0
-    in_dead_letter_queues: int = 0
+    dead_letters: Mapping[str, int] = field(default_factory=dict)
     reasons: Mapping[str, int] | None = None
     note: str = ""
+
+    @property
+    def in_dead_letter_queues(self) -> int:
+        return sum(self.dead_letters.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,7 @@ class Summary:
     traffic: TrafficCounts
     telemetry: Telemetry
     broker: BrokerView
+    baseline: BrokerView = field(default_factory=BrokerView)
     log_dir: str = ""
     notes: tuple[str, ...] = ()
 
@@ -58,10 +64,18 @@ class Summary:
         return t.done + t.dead_lettered + t.deduplicated + self.broker.left_in_queues
 
     @property
+    def incoming(self) -> int:
+        """What the workers had to handle: this run's confirmed messages plus any an earlier run left."""
+        return self.traffic.published + self.baseline.left_in_queues
+
+    @property
+    def new_dead_letters(self) -> int:
+        return self.broker.in_dead_letter_queues - self.baseline.in_dead_letter_queues
+
+    @property
     def balanced(self) -> bool:
         """Whether every confirmed message is accounted for (publishes that failed may or may not count)."""
-        published = self.traffic.published
-        return published <= self.accounted <= published + self.traffic.failed
+        return self.incoming <= self.accounted <= self.incoming + self.traffic.failed
 
     def to_json(self) -> dict[str, Any]:
         t = self.telemetry.total
@@ -80,8 +94,10 @@ class Summary:
             "retried": t.retried,
             "dead_lettered": t.dead_lettered,
             "deduplicated": t.deduplicated,
+            "already_queued": self.baseline.left_in_queues,
             "left_in_queues": self.broker.left_in_queues,
-            "in_dead_letter_queues": self.broker.in_dead_letter_queues,
+            "in_dead_letter_queues": self.new_dead_letters,
+            "earlier_dead_letters": self.baseline.in_dead_letter_queues,
             "dead_letter_reasons": dict(self.broker.reasons) if self.broker.reasons is not None else None,
             "balanced": self.balanced,
             "run": t.run.percentiles(),
@@ -103,7 +119,7 @@ class Summary:
             f"duplicates, {malformed} malformed{_failed(traffic)})",
             f"done           {t.done:>6}",
             f"retried        {t.retried:>6}  (failed runs: {t.failed})",
-            f"dead-lettered  {t.dead_lettered:>6}  {_reasons(self.broker)}",
+            f"dead-lettered  {t.dead_lettered:>6}  {_reasons(self)}",
             f"deduplicated   {t.deduplicated:>6}",
             f"left in queues {self.broker.left_in_queues:>6}",
             "",
@@ -124,19 +140,24 @@ def _failed(traffic: TrafficCounts) -> str:
     return f"; {traffic.failed} not confirmed, last error: {traffic.last_error}"
 
 
-def _reasons(broker: BrokerView) -> str:
-    where = f"({broker.in_dead_letter_queues} in the dead-letter queues"
-    if not broker.reasons:
+def _reasons(summary: Summary) -> str:
+    earlier = summary.baseline.in_dead_letter_queues
+    where = f"({summary.new_dead_letters} new in the dead-letter queues"
+    if earlier:
+        where = f"{where}, beside {earlier} from earlier runs"
+    reasons = summary.broker.reasons
+    if not reasons:
         return where + ")"
-    by_reason = ", ".join(f"{reason} {count}" for reason, count in sorted(broker.reasons.items()))
-    return f"{where}: {by_reason})"
+    return f"{where}: {', '.join(f'{reason} {count}' for reason, count in sorted(reasons.items()))})"
 
 
 def _accounting(summary: Summary) -> str:
     t = summary.telemetry.total
     verdict = "every message accounted for" if summary.balanced else "MISMATCH: see the worker logs"
+    carried = summary.baseline.left_in_queues
+    incoming = f"published {summary.traffic.published}" + (f" + {carried} already queued" if carried else "")
     return (
-        f"published {summary.traffic.published} = done {t.done} + dead-lettered {t.dead_lettered} + "
+        f"{incoming} = done {t.done} + dead-lettered {t.dead_lettered} + "
         f"deduplicated {t.deduplicated} + left {summary.broker.left_in_queues}: {verdict}"
     )
 

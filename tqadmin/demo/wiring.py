@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -56,7 +56,7 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     return Wiring(
         sink_factory=lambda: TransportSink(transport),
         telemetry=lambda layout: read_telemetry(store, layout, started_at),
-        broker_view=lambda layout: read_broker(admin, layout),
+        broker_view=lambda layout, baseline: read_broker(admin, layout, baseline),
         dashboard_telemetry=lambda: _dashboard_telemetry(store, layout, started_at),
     )
 
@@ -128,9 +128,9 @@ def read_telemetry(store: StateStore, layout: Layout, started_at: float) -> Tele
     return Telemetry(total=total, task_types=by_type, workers=workers)
 
 
-def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
-    """Counts once the workers are stopped: what is left in the work and retry queues, what is in the
-    dead-letter queues, and why (from the ``x-tq-reason`` header of each dead letter, by peeking).
+def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None = None) -> BrokerView:
+    """What the demo's queues hold: messages in the work and retry queues, and in each dead-letter queue;
+    given the counts at the start, also why the dead letters added since died (``x-tq-reason``, peeked).
 
     The broker counts the work and dead-letter queues itself (the management API's figures lag by a few
     seconds); the retry queues, named by the worker's delay tiers, are found in the listing and only those
@@ -146,11 +146,11 @@ def read_broker(admin: BrokerAdmin, layout: Layout) -> BrokerView:
     for queue in listed:
         if layout.owns(queue.name) and queue.name not in counts and queue.messages:
             counts[queue.name] = _exact_count(admin, queue.name)
-    dead_letter_queues = set(layout.dead_letter_queues)
+    dead_letters = {name: counts[name] for name in layout.dead_letter_queues}
     return BrokerView(
-        left_in_queues=sum(n for name, n in counts.items() if name not in dead_letter_queues),
-        in_dead_letter_queues=sum(n for name, n in counts.items() if name in dead_letter_queues),
-        reasons=_reasons(admin, {name: counts[name] for name in layout.dead_letter_queues}),
+        left_in_queues=sum(n for name, n in counts.items() if name not in dead_letters),
+        dead_letters=dead_letters,
+        reasons=None if baseline is None else _reasons(admin, dead_letters, baseline.dead_letters),
         note=note,
     )
 
@@ -167,17 +167,21 @@ def list_queues(admin: BrokerAdmin, attempts: int = 3) -> QueueListing:
     raise AssertionError("unreachable")
 
 
-def _reasons(admin: BrokerAdmin, dead_letter_counts: dict[str, int]) -> dict[str, int] | None:
-    """Dead letters by ``x-tq-reason`` (peeked: they stay where they are); None if the broker cannot peek."""
+def _reasons(
+    admin: BrokerAdmin, dead_letters: Mapping[str, int], earlier: Mapping[str, int]
+) -> dict[str, int] | None:
+    """The added dead letters by ``x-tq-reason``, peeked (they stay where they are) past the ones an
+    earlier run left at the head of each queue; None when the broker cannot peek."""
     reasons: Counter[str] = Counter()
-    for name, count in sorted(dead_letter_counts.items()):
-        if not count:
+    for name, count in sorted(dead_letters.items()):
+        skip = earlier.get(name, 0)
+        if count <= skip:
             continue
         try:
             peeked = admin.peek(name, min(count, PEEK_LIMIT))
         except NotSupported:
             return None
-        reasons.update(str(m.headers.get(HEADER_REASON, "unknown")) for m in peeked.messages)
+        reasons.update(str(m.headers.get(HEADER_REASON, "unknown")) for m in peeked.messages[skip:])
     return dict(reasons)
 
 
