@@ -1,16 +1,61 @@
-"""`tqadmin stats`: not built yet."""
+"""`tqadmin stats`: throughput, failure rate and latency percentiles over a window, merged across workers."""
 
 from __future__ import annotations
 
 import argparse
 
-from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.commands.context import CommandContext, table
+from tqadmin.errors import UsageError
+from tqadmin.store import open_store
+from tqadmin.telemetry.window import WindowStats, window_stats
+
+DEFAULT_WINDOW_S = 60.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument(
+        "--window",
+        dest="window_s",
+        type=float,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help=f"seconds of history to summarise (default {DEFAULT_WINDOW_S:g})",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    window_s = float(args.window_s)
+    if window_s <= 0:
+        raise UsageError("--window must be a positive number of seconds")
+    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    try:
+        now_s, histories = store.history(window_s)
+    finally:
+        store.close()
+    stats = window_stats(now_s, window_s, histories)
+    ctx.emit(stats.to_json(), lambda: describe(stats))
+    return 0
+
+
+def describe(stats: WindowStats) -> str:
+    head = (
+        f"last {stats.window_s:g} s, {stats.workers} worker(s): {stats.throughput:.2f} done/s, "
+        f"failure rate {stats.failure_rate:.1%}"
+    )
+    if not stats.task_types:
+        return head + "\nno job finished in this window"
+    rows = []
+    for name, figures in sorted(stats.task_types.items()):
+        wait, run_ = figures.wait.percentiles(), figures.run.percentiles()
+        rows.append(
+            [name, figures.done, figures.failed, figures.retried, figures.dead_lettered]
+            + [_ms(wait[p]) for p in ("p50", "p95", "p99")]
+            + [_ms(run_[p]) for p in ("p50", "p95", "p99")]
+        )
+    headers = ["task type", "done", "failed", "retried", "dlq"]
+    headers += ["wait p50 ms", "p95", "p99", "run p50 ms", "p95", "p99"]
+    return head + "\n" + table(headers, rows)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)

@@ -9,7 +9,7 @@ atomically with the write (Kleppmann, "How to do distributed locking").
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -69,6 +69,19 @@ class CompletionStore(ABC):
     @abstractmethod
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         """Which of these jobs are marked done (for ``replay --skip-done`` and the demo's checks)."""
+
+    # Batches: same semantics as one call per item, in order, but a store may send them in one round trip
+    # (Redis pipelines them), which is what lets a worker with a prefetch window keep up with the broker.
+
+    def claim_many(self, job_ids: Sequence[str], owner: str, lease_s: float) -> list[Claim]:
+        return [self.claim(job_id, owner, lease_s) for job_id in job_ids]
+
+    def renew_many(self, claims: Sequence[Claim], lease_s: float) -> list[bool]:
+        return [self.renew(claim, lease_s) for claim in claims]
+
+    def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
+        """Complete claims that carry no effect (effects need their own transaction: use ``complete``)."""
+        return [self.complete(claim) for claim in claims]
 
     @abstractmethod
     def close(self) -> None:
@@ -138,6 +151,18 @@ class HeartbeatStore(ABC):
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         """The store's clock now, and for every worker that beat within the last ``window_s`` its latest
         reading and baseline; O(workers) reads, however long the window."""
+
+
+def unique_chunks(job_ids: Iterable[str], size: int) -> Iterator[list[str]]:
+    """The ids without repeats, in slices of ``size``, for stores that look many up in one request."""
+    ids = list(dict.fromkeys(job_ids))
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def by_start(records: Iterable[WorkerRecord]) -> list[WorkerRecord]:
+    """Workers in the order they started (the listing order of ``workers``)."""
+    return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
 
 
 class StateStore(CompletionStore, HeartbeatStore, ABC):

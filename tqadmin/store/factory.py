@@ -1,8 +1,13 @@
-"""Open the state store named by a URL (``--store``, ``TQADMIN_STORE_URL``, a profile's ``store``)."""
+"""Open the state store named by a URL (``--store``, ``TQADMIN_STORE_URL``, a profile's ``store``).
+
+A ``prefix`` query parameter (``redis://host:6379/0?prefix=staging``) namespaces every key (Redis) or row
+(SQLite), so several deployments, the demo and tests can share one server; it is taken off the URL before the
+driver sees it.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from tqadmin.errors import ConfigError
 from tqadmin.masking import mask_url
@@ -13,22 +18,37 @@ SCHEMES = ("redis", "rediss", "sqlite")
 
 
 def open_store(
-    url: str, *, timeout_s: float = 10.0, prefix: str = DEFAULT_PREFIX, retention: Retention | None = None
+    url: str, *, timeout_s: float = 10.0, prefix: str | None = None, retention: Retention | None = None
 ) -> StateStore:
     """A connected :class:`StateStore` for ``redis://``, ``rediss://`` or ``sqlite:///PATH``.
 
-    ``prefix`` namespaces every key (Redis) or table row (SQLite), so several deployments or tests can share
-    one server.
+    ``prefix`` given here wins over the URL's ``prefix`` parameter; the default is ``tq``.
     """
+    url, url_prefix = split_prefix(url)
+    chosen = prefix or url_prefix or DEFAULT_PREFIX
     scheme = urlsplit(url).scheme.lower()
-    if scheme in ("redis", "rediss"):
-        from tqadmin.store.redis_store import RedisStore
+    try:
+        if scheme in ("redis", "rediss"):
+            from tqadmin.store.redis_store import RedisStore
 
-        return RedisStore.from_url(url, timeout_s=timeout_s, prefix=prefix, retention=retention)
-    if scheme == "sqlite":
-        from tqadmin.store.sqlite_store import SQLiteStore
+            return RedisStore.from_url(url, timeout_s=timeout_s, prefix=chosen, retention=retention)
+        if scheme == "sqlite":
+            from tqadmin.store.sqlite_store import SQLiteStore
 
-        return SQLiteStore.from_url(url, timeout_s=timeout_s, prefix=prefix, retention=retention)
+            return SQLiteStore.from_url(url, timeout_s=timeout_s, prefix=chosen, retention=retention)
+    except ValueError as exc:
+        raise ConfigError(f"state store URL {mask_url(url)}: {exc}") from None
     raise ConfigError(
         f"state store URL {mask_url(url)} is not supported (use {', '.join(s + '://' for s in SCHEMES)})"
     )
+
+
+def split_prefix(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``prefix`` query parameter, and that parameter's value (None when absent)."""
+    base, _, query_text = url.partition("?")
+    query = parse_qsl(query_text, keep_blank_values=True)
+    prefix = next((value for key, value in query if key == "prefix"), None)
+    if prefix is None:
+        return url, None
+    rest = urlencode([(key, value) for key, value in query if key != "prefix"])
+    return (f"{base}?{rest}" if rest else base), prefix

@@ -5,13 +5,28 @@ clocks agreeing. A job record is a hash: ``state`` (claimed | released | done), 
 fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes``, ``done_at``.
 """
 
+import hashlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script and its SHA1, the name Redis knows it by once loaded."""
+
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())  # noqa: S324 - Redis's id
+
+
 NOW_MS = (
     "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 )
 
 # KEYS[1] job ; ARGV owner, lease_ms, retention_s
 # -> {state, owner, token, crashes, ms until the live lease ends}
-CLAIM = (
+CLAIM = Script(
     NOW_MS
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'expires', 'crashes')
@@ -35,7 +50,7 @@ return {'claimed', ARGV[1], token, crashes, 0}
 )
 
 # KEYS[1] job ; ARGV token, lease_ms, retention_s -> 1 renewed | 0 superseded
-RENEW = (
+RENEW = Script(
     NOW_MS
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
@@ -47,7 +62,7 @@ return 1
 )
 
 # KEYS[1] job ; ARGV token, retention_s -> 1 done | 0 superseded
-COMPLETE = (
+COMPLETE = Script(
     NOW_MS
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
@@ -60,18 +75,18 @@ return 1
 )
 
 # KEYS[1] job ; ARGV token, forget_crashes (0|1) -> 1 released | 0 superseded
-RELEASE = """
+RELEASE = Script("""
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
 if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'released')
 redis.call('HDEL', KEYS[1], 'expires')
 if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'crashes', 0) end
 return 1
-"""
+""")
 
 # KEYS latest, seen, ttl, history ; ARGV worker id, snapshot json, ttl_ms, history_step_ms, history_cap,
 # history_keep_ms, dead_retention_ms
-BEAT = (
+BEAT = Script(
     NOW_MS
     + """
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, TqadminError, Unreachable
@@ -25,8 +25,11 @@ from tqadmin.store.base import (
     StateStore,
     WorkerHistory,
     WorkerRecord,
+    by_start,
+    unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
+from tqadmin.store.redis_scripts import Script
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 if TYPE_CHECKING:
@@ -36,7 +39,7 @@ _DONE_AMONG_CHUNK = 1000
 
 
 class RedisStore(StateStore):
-    """:class:`StateStore` on one Redis (or a Redis Cluster through a cluster client).
+    """:class:`StateStore` on one Redis, its keys laid out so that they would work on a Redis Cluster.
 
     Thread-safe: redis-py pools connections. What is kept for how long: :class:`Retention`.
     """
@@ -57,11 +60,6 @@ class RedisStore(StateStore):
         self._history_step_ms = _ms(retention.history_step_s)
         self._history_cap = retention.history_cap
         self._dead_retention_ms = _ms(retention.dead_worker_s)
-        self._claim = client.register_script(redis_scripts.CLAIM)
-        self._renew = client.register_script(redis_scripts.RENEW)
-        self._complete = client.register_script(redis_scripts.COMPLETE)
-        self._release = client.register_script(redis_scripts.RELEASE)
-        self._beat = client.register_script(redis_scripts.BEAT)
 
     @classmethod
     def from_url(
@@ -87,32 +85,85 @@ class RedisStore(StateStore):
     # -- completion store ---------------------------------------------------------------------------------
 
     def claim(self, job_id: str, owner: str, lease_s: float) -> Claim:
-        with _translated(self.url):
-            state, holder, token, crashes, remaining_ms = self._claim(
-                keys=[job_key(self.prefix, job_id)], args=[owner, _ms(lease_s), self._retention_s]
+        return self.claim_many([job_id], owner, lease_s)[0]
+
+    def claim_many(self, job_ids: Sequence[str], owner: str, lease_s: float) -> list[Claim]:
+        args = (owner, _ms(lease_s), self._retention_s)
+        replies = self._eval(redis_scripts.CLAIM, [((job_key(self.prefix, j),), args) for j in job_ids])
+        return [
+            Claim(
+                job_id=job_id,
+                state=ClaimState(_text(state)),
+                owner=_text(holder),
+                token=int(token),
+                crashes=int(crashes),
+                retry_after_s=int(remaining_ms) / 1000,
             )
-        return Claim(
-            job_id=job_id,
-            state=ClaimState(_text(state)),
-            owner=_text(holder),
-            token=int(token),
-            crashes=int(crashes),
-            retry_after_s=int(remaining_ms) / 1000,
-        )
+            for job_id, (state, holder, token, crashes, remaining_ms) in zip(job_ids, replies, strict=True)
+        ]
 
     def renew(self, claim: Claim, lease_s: float) -> bool:
+        return self.renew_many([claim], lease_s)[0]
+
+    def renew_many(self, claims: Sequence[Claim], lease_s: float) -> list[bool]:
+        lease_ms = _ms(lease_s)
+        replies = self._eval(
+            redis_scripts.RENEW,
+            [((job_key(self.prefix, c.job_id),), (c.token, lease_ms, self._retention_s)) for c in claims],
+        )
+        return [bool(reply) for reply in replies]
+
+    def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
+        replies = self._eval(
+            redis_scripts.COMPLETE,
+            [((job_key(self.prefix, c.job_id),), (c.token, self._retention_s)) for c in claims],
+        )
+        return [bool(reply) for reply in replies]
+
+    def _eval(self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
+        """Run ``script`` once per (keys, args), in one round trip, by SHA.
+
+        redis-py's own Script objects check ``SCRIPT EXISTS`` before every pipeline, which doubles the round
+        trips; here the script is loaded only when Redis answers NOSCRIPT (first use, a restart, a flush).
+        """
+        import redis
+
+        client: Any = self._client  # the stubs leave evalsha and script_load untyped
+        replies: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
         with _translated(self.url):
-            renewed = self._renew(
-                keys=[job_key(self.prefix, claim.job_id)], args=[claim.token, _ms(lease_s), self._retention_s]
+            for _ in range(2):
+                if len(pending) == 1:
+                    keys, args = calls[pending[0]]
+                    try:
+                        replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
+                        return replies
+                    except redis.exceptions.NoScriptError:
+                        client.script_load(script.source)
+                        continue
+                pipe = client.pipeline(transaction=False)
+                for index in pending:
+                    keys, args = calls[index]
+                    pipe.evalsha(script.sha, len(keys), *keys, *args)
+                for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
+                    replies[index] = reply
+                # only the calls Redis refused for not knowing the script are sent again: the others ran
+                pending = [i for i in pending if _noscript(replies[i])]
+                failed = next((r for r in replies if isinstance(r, Exception) and not _noscript(r)), None)
+                if failed is not None:
+                    raise failed
+                if not pending:
+                    return replies
+                client.script_load(script.source)
+            raise BadResponse(
+                f"state store {mask_url(self.url)} keeps forgetting its scripts (SCRIPT FLUSH?)"
             )
-        return bool(renewed)
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
-        key = job_key(self.prefix, claim.job_id)
+        if effect is None:
+            return self.complete_many([claim])[0]
         with _translated(self.url):
-            if effect is None:
-                return bool(self._complete(keys=[key], args=[claim.token, self._retention_s]))
-            return self._complete_with_effect(key, claim.token, effect)
+            return self._complete_with_effect(job_key(self.prefix, claim.job_id), claim.token, effect)
 
     def _complete_with_effect(self, key: str, token: int, effect: Effect) -> bool:
         import redis
@@ -146,18 +197,16 @@ class RedisStore(StateStore):
                     ) from None
 
     def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
-        with _translated(self.url):
-            released = self._release(
-                keys=[job_key(self.prefix, claim.job_id)], args=[claim.token, "1" if forget_crashes else "0"]
-            )
+        key = job_key(self.prefix, claim.job_id)
+        [released] = self._eval(
+            redis_scripts.RELEASE, [((key,), (claim.token, "1" if forget_crashes else "0"))]
+        )
         return bool(released)
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
-        ids = list(dict.fromkeys(job_ids))
         done: set[str] = set()
         with _translated(self.url):
-            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
-                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+            for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 pipe = self._client.pipeline(transaction=False)
                 for job_id in chunk:
                     pipe.hget(job_key(self.prefix, job_id), "state")
@@ -170,19 +219,17 @@ class RedisStore(StateStore):
     def beat(self, snapshot: WorkerSnapshot, ttl_s: float) -> None:
         latest, seen, ttl = heartbeat_keys(self.prefix)
         history_keep_ms = self._history_step_ms * (self._history_cap + 1) + self._dead_retention_ms
-        with _translated(self.url):
-            self._beat(
-                keys=[latest, seen, ttl, history_key(self.prefix, snapshot.worker_id)],
-                args=[
-                    snapshot.worker_id,
-                    snapshot.encode(),
-                    _ms(ttl_s),
-                    self._history_step_ms,
-                    self._history_cap,
-                    history_keep_ms,
-                    self._dead_retention_ms,
-                ],
-            )
+        keys = (latest, seen, ttl, history_key(self.prefix, snapshot.worker_id))
+        args = (
+            snapshot.worker_id,
+            snapshot.encode(),
+            _ms(ttl_s),
+            self._history_step_ms,
+            self._history_cap,
+            history_keep_ms,
+            self._dead_retention_ms,
+        )
+        self._eval(redis_scripts.BEAT, [(keys, args)])
 
     def workers(self) -> list[WorkerRecord]:
         latest, seen, ttl = heartbeat_keys(self.prefix)
@@ -209,7 +256,7 @@ class RedisStore(StateStore):
                     alive=age_ms <= promised.get(worker_id, 0),
                 )
             )
-        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+        return by_start(records)
 
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         latest, seen, _ = heartbeat_keys(self.prefix)
@@ -254,6 +301,12 @@ class RedisStore(StateStore):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _noscript(error: Exception) -> bool:
+    import redis
+
+    return isinstance(error, redis.exceptions.NoScriptError)
 
 
 def _ms(seconds: float) -> int:

@@ -26,6 +26,8 @@ from tqadmin.store.base import (
     StateStore,
     WorkerHistory,
     WorkerRecord,
+    by_start,
+    unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -45,6 +47,14 @@ CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms);
 """
 
 _DONE_AMONG_CHUNK = 500
+
+
+class _EffectFailed(Exception):
+    """Carries an effect's exception through the store's error translation untouched."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class SQLiteStore(StateStore):
@@ -170,14 +180,20 @@ class SQLiteStore(StateStore):
             return self._if_current(db, claim, "expires_ms = ?", self._now_ms() + int(lease_s * 1000))
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
-        with self._write() as db:
-            if not self._if_current(
-                db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
-            ):
-                return False
-            if effect is not None:
-                effect(db)  # inside the same transaction: an exception rolls back the mark too
-            return True
+        try:
+            with self._write() as db:
+                if not self._if_current(
+                    db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
+                ):
+                    return False
+                if effect is not None:
+                    try:
+                        effect(db)  # inside the same transaction: an exception rolls back the mark too
+                    except Exception as exc:
+                        raise _EffectFailed(exc) from exc
+                return True
+        except _EffectFailed as failed:
+            raise failed.error from None  # the task's own error (even an SQL one), not a store outage
 
     def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
         crashes = "0" if forget_crashes else "crashes"
@@ -185,12 +201,10 @@ class SQLiteStore(StateStore):
             return self._if_current(db, claim, f"state = 'released', expires_ms = NULL, crashes = {crashes}")
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
-        ids = list(dict.fromkeys(job_ids))
         done: set[str] = set()
         with self._translated():
             db = self._connection()
-            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
-                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+            for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 marks = ",".join("?" * len(chunk))
                 rows = db.execute(
                     f"SELECT job_id FROM tq_jobs WHERE ns = ? AND state = 'done' AND job_id IN ({marks})",  # noqa: S608
@@ -244,7 +258,7 @@ class SQLiteStore(StateStore):
                 WorkerRecord(WorkerSnapshot.decode(doc), max(now - beat, 0) / 1000, now - beat <= ttl)
                 for doc, beat, ttl in rows
             ]
-        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+        return by_start(records)
 
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         now = self._now_ms()
