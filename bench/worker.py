@@ -227,7 +227,7 @@ def main() -> None:
     ]
     for label, ratio, target in ratios:
         goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
-        print(f"  {label}  {ratio:5.2f}x  {goal}")
+        print(f"  {label:<40}  {ratio:5.2f}x  {goal}")
 
 
 if __name__ == "__main__":
