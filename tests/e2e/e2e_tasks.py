@@ -19,17 +19,21 @@ from tqadmin import FatalError, TransientError, task
 _redis = redis.Redis.from_url(os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"))
 
 
-def _count(ctx: Any, job: dict[str, Any]) -> None:
+def _ran(ctx: Any, job: dict[str, Any]) -> None:
+    _redis.hincrby(f"{job['key']}:runs", ctx.job_id, 1)
+
+
+def _effect(ctx: Any, job: dict[str, Any]) -> None:
     key = job["key"]
-    _redis.hincrby(f"{key}:runs", ctx.job_id, 1)
     ctx.once(lambda tx: tx.hincrby(f"{key}:effects", ctx.job_id, 1))
 
 
 @task("count")
 def count(ctx: Any, job: dict[str, Any]) -> None:
+    _ran(ctx, job)
     if job.get("work_s"):
         time.sleep(job["work_s"])
-    _count(ctx, job)
+    _effect(ctx, job)
 
 
 @task("noop")
@@ -43,7 +47,8 @@ def flaky(ctx: Any, job: dict[str, Any]) -> None:
     _redis.rpush(f"{job['key']}:times:{ctx.job_id}", repr(time.time()))
     if ctx.attempt < job["succeed_on"]:
         raise TransientError(f"run {ctx.attempt} fails on purpose")
-    _count(ctx, job)
+    _ran(ctx, job)
+    _effect(ctx, job)
 
 
 @task("fatal")
@@ -53,11 +58,12 @@ def fatal(ctx: Any, job: dict[str, Any]) -> None:
 
 @task("sleep")
 def sleep(ctx: Any, job: dict[str, Any]) -> None:
+    _ran(ctx, job)
     time.sleep(job["seconds"])
-    _count(ctx, job)
+    _effect(ctx, job)
 
 
 @task("poison")
 def poison(ctx: Any, job: dict[str, Any]) -> None:
-    _redis.hincrby(f"{job['key']}:runs", ctx.job_id, 1)
+    _ran(ctx, job)
     os._exit(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from worker_harness import Pipeline, pipeline  # noqa: F401 - the fixture
+from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis, pytest.mark.slow]
 
@@ -16,7 +16,7 @@ WORKER = ("--concurrency", "4", "--prefetch", "16", "--lease", "2", "--crash-lim
 def test_sigkilling_a_worker_every_2_s_loses_no_job_and_commits_every_effect_exactly_once(
     pipeline: Pipeline, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}", "work_s": 0.02} for i in range(JOBS)])
+    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}", "work_s": 0.04} for i in range(JOBS)])
     workers = [pipeline.start(*WORKER) for _ in range(4)]
     kills = 0
     deadline = time.monotonic() + 80

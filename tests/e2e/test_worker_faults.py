@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import statistics
 
 import pytest
-from worker_harness import Pipeline, pipeline  # noqa: F401 - the fixture
+from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 
@@ -18,9 +19,7 @@ def test_failed_runs_are_retried_by_the_broker_with_gaps_within_the_full_jitter_
     pipeline: Pipeline,
 ) -> None:
     base, cap = 0.3, 1.0
-    ids = pipeline.publish(
-        [{"task_type": "flaky", "id": f"{pipeline.key}-{i}", "succeed_on": 4} for i in range(12)]
-    )
+    ids = pipeline.publish([{"task_type": "flaky", "id": f"f{i}", "succeed_on": 4} for i in range(12)])
     pipeline.start("--concurrency", "4", "--backoff-base", str(base), "--backoff-cap", str(cap))
     pipeline.wait_for(lambda: len(pipeline.effects()) == 12, 60, "12 flaky jobs to succeed on their 4th run")
     assert set(pipeline.effects().values()) == {1}
@@ -28,7 +27,7 @@ def test_failed_runs_are_retried_by_the_broker_with_gaps_within_the_full_jitter_
     for job_id in ids:
         times = pipeline.run_times(job_id)
         assert len(times) == 4
-        for k, (before, after) in enumerate(zip(times, times[1:], strict=False), start=1):
+        for k, (before, after) in enumerate(itertools.pairwise(times), start=1):
             bound = min(cap, base * 2 ** (k - 1))
             gap = after - before
             # the broker may round the delay by 10 % or 100 ms; allow 0.5 s for handing the job around
@@ -65,7 +64,11 @@ def test_dead_letters_keep_the_body_byte_for_byte_and_say_why_in_headers(pipelin
     for body, reason in malformed.items():
         assert letters[body]["x-tq-reason"] == reason
         assert letters[body]["x-tq-attempts"] == 0
-    by_id = {json.loads(b)["id"]: h for b, h in letters.items() if b.startswith(b"{") and b'"id"' in b}
+    by_id = {
+        pipeline.short(json.loads(b)["id"]): h
+        for b, h in letters.items()
+        if b.startswith(b"{") and b'"id"' in b
+    }
     assert by_id["f1"]["x-tq-reason"] == "fatal"
     assert by_id["f1"]["x-tq-attempts"] == 1
     assert by_id["f1"]["x-tq-error"].startswith("FatalError: cannot work with amqp://bob:***@")
@@ -115,7 +118,7 @@ def test_a_job_that_kills_its_worker_is_quarantined_as_crash_loop_and_its_neighb
     pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 60, "the poison job's quarantine")
     pipeline.wait_for(lambda: len(pipeline.effects()) == 6, 30, "the innocent jobs")
     ((properties, body),) = pipeline.dead_letters()
-    assert json.loads(body)["id"] == "poison"
+    assert pipeline.short(json.loads(body)["id"]) == "poison"
     assert properties.headers["x-tq-reason"] == "crash_loop"
     assert pipeline.effects() == dict.fromkeys(innocents, 1)
     assert pipeline.runs()["poison"] == 3

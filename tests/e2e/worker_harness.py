@@ -32,6 +32,7 @@ class Pipeline:
     def __init__(self, queue: str, logs: Path) -> None:
         self.queue = queue
         self.key = f"tqe:{queue}"
+        self.id_prefix = f"{queue}-"  # job ids are unique per test: the store remembers done jobs
         self.logs = logs
         self.redis = redis.Redis.from_url(REDIS_URL, decode_responses=True)
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -71,10 +72,15 @@ class Pipeline:
     # -- jobs ----------------------------------------------------------------------------------------------
 
     def publish(self, jobs: list[dict[str, Any]]) -> list[str]:
+        """Publish ``jobs`` (their ``id`` made unique to this test); returns the ids as given."""
         path = self.logs / f"jobs-{time.monotonic_ns()}.jsonl"
-        path.write_text("".join(json.dumps({"key": self.key, **job}) + "\n" for job in jobs))
+        lines = [{"key": self.key, **job, "id": self.id_prefix + job["id"]} for job in jobs]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         assert main(["publish", "--queue", self.queue, "--from-file", str(path)]) == 0
-        return [job["id"] for job in jobs if "id" in job]
+        return [job["id"] for job in jobs]
+
+    def short(self, job_id: str) -> str:
+        return job_id.removeprefix(self.id_prefix)
 
     def publish_raw(self, bodies: list[bytes]) -> None:
         connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
@@ -87,16 +93,16 @@ class Pipeline:
     # -- what happened ------------------------------------------------------------------------------------
 
     def effects(self) -> dict[str, int]:
-        return {k: int(v) for k, v in self.redis.hgetall(f"{self.key}:effects").items()}
+        return {self.short(k): int(v) for k, v in self.redis.hgetall(f"{self.key}:effects").items()}
 
     def runs(self) -> dict[str, int]:
-        return {k: int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
+        return {self.short(k): int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
 
     def run_times(self, job_id: str) -> list[float]:
-        return [float(t) for t in self.redis.lrange(f"{self.key}:times:{job_id}", 0, -1)]
+        return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
 
     def claimed(self, job_id: str) -> bool:
-        return bool(self.redis.exists(job_key(DEFAULT_PREFIX, job_id)))
+        return bool(self.redis.exists(job_key(DEFAULT_PREFIX, self.id_prefix + job_id)))
 
     def depth(self, queue: str | None = None) -> int:
         return depth(queue or self.queue)
@@ -109,19 +115,20 @@ class Pipeline:
         deadline = time.monotonic() + timeout_s
         while not condition():
             if time.monotonic() > deadline:
-                pytest.fail(f"gave up waiting for {what}; worker logs:\n{self.log_text()}")
+                state = f"{len(self.effects())} effects, {self.depth()} queued"
+                pytest.fail(f"gave up waiting for {what} ({state}); worker logs:\n{self.log_text()}")
             time.sleep(0.2)
 
     def cleanup(self) -> None:
         self.stop_all()
         delete_queues(self.queue)
-        keys = list(self.redis.scan_iter(f"{self.key}:*"))
+        keys = [*self.redis.scan_iter(f"{self.key}:*"), *self.redis.scan_iter(f"*{self.id_prefix}*")]
         if keys:
             self.redis.delete(*keys)
 
 
-@pytest.fixture
-def pipeline(unique: str, tmp_path: Path, isolated_env: Path) -> Iterator[Pipeline]:
+@pytest.fixture(name="pipeline")
+def pipeline_fixture(unique: str, tmp_path: Path, isolated_env: Path) -> Iterator[Pipeline]:
     p = Pipeline(f"tqe_{unique}", tmp_path)
     yield p
     p.cleanup()

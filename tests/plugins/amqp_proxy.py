@@ -31,7 +31,7 @@ class AmqpProxy:
         self.drop_after_publishes: int | None = None
         self.connections = 0
         self.publishes = 0
-        self._lock = threading.Lock()
+        self.pairs: list[_Pair] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, query: str = "") -> str:
@@ -39,6 +39,12 @@ class AmqpProxy:
 
     def close(self) -> None:
         self.listener.close()
+        self.drop_all()
+
+    def drop_all(self) -> None:
+        """Cut every connection made so far, as a network failure would."""
+        for pair in self.pairs:
+            pair.close()
 
     def _accept(self) -> None:
         while True:
@@ -49,6 +55,7 @@ class AmqpProxy:
             server = socket.create_connection(self.upstream)
             self.connections += 1
             pair = _Pair(client, server)
+            self.pairs.append(pair)
             threading.Thread(target=self._client_to_server, args=(pair,), daemon=True).start()
             threading.Thread(target=self._server_to_client, args=(pair,), daemon=True).start()
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from tqadmin.errors import TqadminError
 from tqadmin.masking import mask_text
+from tqadmin.pipeline.batching import Coalescer
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job
 from tqadmin.pipeline.retry import DeadLetter, DelayTiers, Failure, Retry, RetryPolicy
@@ -98,6 +99,11 @@ class Worker:
         self._zombies: set[int | None] = set()  # threads stuck in a timed-out run: never joined
         self._stopping = threading.Event()
         self._consumer: Consumer | None = None
+        if store is not None:  # group commit: concurrent job threads share store round trips
+            self._claims = Coalescer[str, Claim](
+                lambda ids: store.claim_many(ids, self.worker_id, settings.lease_s)
+            )
+            self._completions = Coalescer[Claim, bool](store.complete_many)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -204,7 +210,7 @@ class Worker:
             return False
         claim = None
         if self.settings.dedup and self.store is not None:
-            claim = self.store.claim(job.id, self.worker_id, self.settings.lease_s)
+            claim = self._claims.call(job.id)
             if claim.state is ClaimState.DONE:
                 self.telemetry.deduplicated(q, job.task_type)
                 consumer.ack(message)
@@ -261,7 +267,8 @@ class Worker:
                 return None
             return Failure.FATAL, RuntimeError("ctx.once needs the completion store: run without --no-dedup")
         assert self.store is not None
-        if not self.store.complete(run.claim, effect):
+        done = self._completions.call(run.claim) if effect is None else self.store.complete(run.claim, effect)
+        if not done:
             # Our claim was superseded (the lease ran out and another delivery took the job): that run
             # commits, ours must not; ack this copy, the other one carries the job.
             log.warning("job %s: claim superseded, effect not committed by this run", run.job.id)
@@ -355,8 +362,8 @@ class Worker:
             return
         with self._lock:
             claims = [r.claim for r in self._running.values() if r.claim is not None and not r.abandoned]
-        for claim in claims:
-            if not self.store.renew(claim, self.settings.lease_s):
+        for claim, renewed in zip(claims, self.store.renew_many(claims, self.settings.lease_s), strict=True):
+            if not renewed:
                 log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
 
     def _beat(self, final: bool = False) -> None:
