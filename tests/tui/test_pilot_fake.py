@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from textual.widgets import DataTable, Input
 
-from tests.tui.conftest import SIZE, screen_text, settled, text_of
+from tests.tui.conftest import screen_text, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Message, QueueListing
@@ -23,7 +23,8 @@ from tqadmin.tui.screens.inspector import InspectorScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.profiles import ProfilesScreen
 from tqadmin.tui.screens.queue_detail import QueueDetailScreen
-from tqadmin.tui.widgets.queue_table import QueueTable
+from tqadmin.tui.seeded import SIZE
+from tqadmin.tui.widgets.queue_table import QueueTable, row_text
 
 MakeApp = Callable[..., TqadminApp]
 pytestmark = pytest.mark.anyio
@@ -35,8 +36,7 @@ def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def table_names(app: TqadminApp) -> list[str]:
-    table = app.screen.query_one(QueueTable)
-    return [str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)]
+    return list(app.screen.query_one(QueueTable).order)
 
 
 def notifications(app: TqadminApp) -> list[str]:
@@ -377,9 +377,10 @@ async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: Mak
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         table = app.screen.query_one(QueueTable)
-        cells = [table.get_cell_at((r, 0)).plain for r in range(table.row_count)]
-        assert "[bold red]x[/]" in cells
-        assert not any("\x1b" in c for c in cells)
+        lines = [row_text(app.board.stats[n], app.board, app.settings.thresholds) for n in table.order]
+        assert any(line.plain.startswith("[bold red]x[/] ") for line in lines)
+        assert not any("\x1b" in line.plain for line in lines)
+        assert "[bold&#160;red]x[/]" in app.export_screenshot()  # drawn as typed, not as red text
         while table_names(app)[table.cursor_row] != hostile:
             await pilot.press("j")
         await pilot.press("enter")
