@@ -134,7 +134,7 @@ return 1
 
 
 @contextmanager
-def _translated(url: str) -> Iterator[None]:
+def translated(url: str) -> Iterator[None]:
     """Driver errors become tqadmin errors naming the store (with its password masked)."""
     where = mask_url(url)
     try:
@@ -184,7 +184,7 @@ class RedisCronStore(CronStore):
         return f"{self._prefix}:{suffix}"
 
     def _run(self, fn: Callable[[], T]) -> T:
-        with _translated(self._url):
+        with translated(self._url):
             return fn()
 
     def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:

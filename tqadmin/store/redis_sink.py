@@ -1,0 +1,38 @@
+"""A publish target for tests and dry runs of the cron: every job appended to a Redis list, in order.
+
+Selected by ``TQADMIN_CRON_SINK=redis://host:port/db#LIST``. The chaos tests count job ids in that list to
+prove each tick was published exactly once across leader kills, without depending on a broker being up.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urldefrag
+
+import redis
+
+from tqadmin.errors import UsageError
+from tqadmin.pipeline.job import Job
+from tqadmin.store.redis_lease import translated
+
+
+class RedisListSink:
+    """``publish(queue, job)`` that RPUSHes ``{"queue": ..., "job": ...}``; the reply is the confirmation."""
+
+    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+        server, key = urldefrag(url)
+        if not key:
+            raise UsageError("TQADMIN_CRON_SINK must name the list after '#': redis://host:6379/0#LIST")
+        self._url = server
+        self._key = key
+        self._client: redis.Redis[str] = redis.Redis.from_url(
+            server, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
+        )
+
+    def __call__(self, queue: str, job: Job) -> None:
+        record = json.dumps({"queue": queue, "job": job.to_dict()}, separators=(",", ":"))
+        with translated(self._url):
+            self._client.rpush(self._key, record)
+
+    def close(self) -> None:
+        self._client.close()
