@@ -25,6 +25,7 @@ from typing import Protocol
 from tqadmin.errors import TqadminError
 from tqadmin.pipeline.cron.misfire import plan
 from tqadmin.pipeline.cron.schedule import Schedule
+from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTANCES_AFTER_S
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.cron.timing import splay_offset
 from tqadmin.pipeline.job import Job
@@ -129,6 +130,7 @@ class Scheduler:
         try:
             if not self._registered:
                 self._store.register(self.instance, [s.schedule.to_json() for s in self._tracks.values()])
+                self._store.forget_instances(self._store.now() - FORGET_INSTANCES_AFTER_S)
                 self._registered = True
             self._keep_or_seek_lease()
             if self.lease is not None and self._recover:
