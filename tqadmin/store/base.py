@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+
+Effect = Callable[[Any], None]
+"""``fn(tx)`` committed with a completion mark: a Redis pipeline in MULTI, or an SQLite connection."""
+
 
 class ClaimState(StrEnum):
     CLAIMED = "claimed"  # the caller holds the job now
@@ -49,13 +54,17 @@ class CompletionStore(ABC):
         """Extend the lease; ``False`` when the token is no longer current (the job was taken over)."""
 
     @abstractmethod
-    def complete(self, claim: Claim, effect: Callable[[Any], None] | None = None) -> bool:
+    def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
         """Mark the job done, committing ``effect(tx)`` in the same atomic step, only if ``claim.token`` is
-        still current; ``False`` (and nothing written) otherwise."""
+        still current; ``False`` (and nothing written) otherwise. An exception raised by ``effect`` while it
+        builds the transaction propagates and nothing is written."""
 
     @abstractmethod
-    def release(self, claim: Claim) -> None:
-        """Give the job up without completing it (it will be retried); not counted as a crash."""
+    def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
+        """Give the job up without completing it (it will be retried); not counted as a crash.
+
+        ``forget_crashes`` resets the crash count, for a job that is being dead-lettered (so a replay of it
+        starts afresh). ``False`` when the token is no longer current (nothing changed)."""
 
     @abstractmethod
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
@@ -64,3 +73,74 @@ class CompletionStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close connections."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How long a store keeps things; memory and disk stay flat over days.
+
+    ``job_s``: a job's record (done mark, crash count) after its last change; a duplicate delivered later than
+    that runs again. ``history_step_s`` and ``history_cap``: a worker's snapshot is added to its history at
+    most every step, and the newest ``cap`` are kept (an hour by default). ``dead_worker_s``: how long a
+    worker that stopped beating is still listed.
+    """
+
+    job_s: float = 7 * 24 * 3600
+    history_step_s: float = 5.0
+    history_cap: int = 720
+    dead_worker_s: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A worker as the store last heard of it: its latest snapshot, the heartbeat's age by the store's
+    clock, and whether that age is within the TTL the worker promised with its beat."""
+
+    snapshot: WorkerSnapshot
+    age_s: float
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A snapshot and the store-clock time (epoch seconds) it was written at."""
+
+    at_s: float
+    snapshot: WorkerSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerHistory:
+    """What a window needs of one worker: its latest reading and a baseline.
+
+    ``baseline`` is the newest reading at or before the window's start, or, when there is none, the oldest
+    one inside the window (None when the latest is the only reading).
+    """
+
+    latest: Reading
+    baseline: Reading | None
+
+
+class HeartbeatStore(ABC):
+    """Worker heartbeats carrying telemetry snapshots, and a bounded history of them for windows."""
+
+    @abstractmethod
+    def beat(self, snapshot: WorkerSnapshot, ttl_s: float) -> None:
+        """Record that the worker is alive now; it promises another beat within ``ttl_s``.
+
+        A worker stopping cleanly beats once more with ``ttl_s`` 0 so it is listed as gone at once."""
+
+    @abstractmethod
+    def workers(self) -> list[WorkerRecord]:
+        """Live workers and those dead recently (kept for ``dead_retention_s``), oldest-started first."""
+
+    @abstractmethod
+    def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
+        """The store's clock now, and for every worker that beat within the last ``window_s`` its latest
+        reading and baseline; O(workers) reads, however long the window."""
+
+
+class StateStore(CompletionStore, HeartbeatStore, ABC):
+    """Everything a worker needs of shared state; :func:`tqadmin.store.open_store` returns one."""
+
+    url: str

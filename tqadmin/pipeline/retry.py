@@ -1,0 +1,147 @@
+"""What to do with a job after a failed run: a pure decision, tested without a broker or a clock.
+
+The worker reports what happened (a transient failure, a fatal one, a timeout) and how many runs have been
+made; the policy answers :class:`Retry` (after a delay drawn with full jitter) or :class:`DeadLetter` (with
+the ``x-tq-reason`` of INTERFACE.md). Randomness is injected so tests can pin the draw and check its bounds.
+
+Delays are applied by the broker, not by a sleeping worker: :class:`DelayTiers` maps a drawn delay to one of a
+fixed set of delay queues, each with one TTL, so a message never waits behind a longer delay in a FIFO queue.
+The tiers are spaced so that the applied delay is within 10 % or 100 ms of the drawn one (INTERFACE.md).
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+DEFAULT_BACKOFF_BASE_S = 1.0
+DEFAULT_BACKOFF_CAP_S = 60.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_CRASH_LIMIT = 3
+
+DeadLetterReason = Literal[
+    "max_retries", "fatal", "malformed", "unknown_task", "too_large", "timeout", "crash_loop"
+]
+
+
+class Failure(StrEnum):
+    """How a run failed, as far as the retry policy cares."""
+
+    TRANSIENT = "transient"  # TransientError or any unexpected exception
+    FATAL = "fatal"  # FatalError: retrying cannot help
+    TIMEOUT = "timeout"  # the run went past --job-timeout
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Run the job again after ``delay_s``; the next run is number ``next_attempt``."""
+
+    delay_s: float
+    next_attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Send the job to the dead-letter queue with this ``x-tq-reason``."""
+
+    reason: DeadLetterReason
+
+
+Decision = Retry | DeadLetter
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Full-jitter exponential backoff with a retry budget and a crash limit.
+
+    ``max_retries`` is the default for tasks whose decorator sets none; N retries mean N + 1 runs.
+    """
+
+    base_s: float = DEFAULT_BACKOFF_BASE_S
+    cap_s: float = DEFAULT_BACKOFF_CAP_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+    crash_limit: int = DEFAULT_CRASH_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.base_s < 0 or self.cap_s < 0:
+            raise ValueError("backoff base and cap must not be negative")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must not be negative")
+        if self.crash_limit < 1:
+            raise ValueError("crash_limit must be at least 1")
+
+    def delay_bound(self, attempt: int) -> float:
+        """Upper bound of the delay after run ``attempt`` (1-based): ``min(cap, base * 2**(attempt-1))``."""
+        exponent = max(attempt - 1, 0)
+        if exponent > 1023:  # 2.0**1024 overflows; the cap has long since won
+            return self.cap_s
+        return min(self.cap_s, self.base_s * 2.0**exponent)
+
+    def after_failure(
+        self, attempt: int, failure: Failure, rng: random.Random, max_retries: int | None = None
+    ) -> Decision:
+        """Decide after run number ``attempt`` (1 on the first run) failed.
+
+        ``max_retries`` is the task's own budget (the decorator's value); it wins over the policy's default.
+        """
+        if attempt < 1:
+            raise ValueError("attempt is 1-based: the first run is attempt 1")
+        if failure is Failure.FATAL:
+            return DeadLetter("fatal")
+        budget = self.max_retries if max_retries is None else max_retries
+        if attempt > budget:
+            return DeadLetter("timeout" if failure is Failure.TIMEOUT else "max_retries")
+        return Retry(delay_s=rng.uniform(0.0, self.delay_bound(attempt)), next_attempt=attempt + 1)
+
+    def before_run(self, crashes: int) -> DeadLetter | None:
+        """A job whose runs killed their worker ``crash_limit`` times is quarantined instead of run again."""
+        return DeadLetter("crash_loop") if crashes >= self.crash_limit else None
+
+
+ABSOLUTE_SLACK_S = 0.1
+RELATIVE_SLACK = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class DelayTiers:
+    """A fixed ladder of delays (seconds) covering 0 .. ``cap_s``, each within tolerance of its neighbours.
+
+    A tier ``t`` may stand for any delay ``d`` with ``|t - d| <= max(0.1 * d, 0.1 s)``. The ladder is built
+    greedily, each tier as high as it can be while still covering the end of the previous one, so there are
+    few of them (about 26 up to 60 s, 45 up to an hour). Tiers are whole milliseconds, which keeps queue names
+    and TTL arguments exact.
+    """
+
+    tiers_ms: tuple[int, ...]
+    upper_s: tuple[float, ...]  # the largest delay each tier stands for, ascending
+
+    @classmethod
+    def up_to(cls, cap_s: float) -> DelayTiers:
+        tiers = [0]
+        covered = ABSOLUTE_SLACK_S  # tier 0 stands for every delay up to 100 ms
+        while covered < cap_s:
+            # round to whole ms, nudged so float noise (0.7999..) does not lose a millisecond
+            tier_ms = int(max(covered + ABSOLUTE_SLACK_S, covered * (1 + RELATIVE_SLACK)) * 1000 + 1e-6)
+            tiers.append(tier_ms)
+            covered = _covers_up_to(tier_ms / 1000)
+        return cls(tuple(tiers), tuple(_covers_up_to(ms / 1000) for ms in tiers))
+
+    @property
+    def tiers_s(self) -> tuple[float, ...]:
+        return tuple(ms / 1000 for ms in self.tiers_ms)
+
+    def tier_ms_for(self, delay_s: float) -> int:
+        """The tier (milliseconds) that applies ``delay_s``; delays past the ladder use its top tier."""
+        index = bisect.bisect_left(self.upper_s, max(delay_s, 0.0))
+        return self.tiers_ms[min(index, len(self.tiers_ms) - 1)]
+
+    def tier_s_for(self, delay_s: float) -> float:
+        return self.tier_ms_for(delay_s) / 1000
+
+
+def _covers_up_to(tier_s: float) -> float:
+    """The largest delay a tier may stand for: ``d`` with ``tier >= d - max(0.1 d, 0.1)``."""
+    return max(tier_s + ABSOLUTE_SLACK_S, tier_s / (1 - RELATIVE_SLACK))

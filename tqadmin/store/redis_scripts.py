@@ -1,0 +1,94 @@
+"""The Lua scripts of the Redis store. Each touches only the keys it is given, all under one hash tag.
+
+Times come from the server's clock (``TIME``), so leases and heartbeat ages do not depend on the workers'
+clocks agreeing. A job record is a hash: ``state`` (claimed | released | done), ``owner``, ``token`` (the
+fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes``, ``done_at``.
+"""
+
+NOW_MS = (
+    "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+)
+
+# KEYS[1] job ; ARGV owner, lease_ms, retention_s
+# -> {state, owner, token, crashes, ms until the live lease ends}
+CLAIM = (
+    NOW_MS
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'expires', 'crashes')
+local crashes = tonumber(h[5] or '0')
+if h[1] == 'done' then
+  return {'done', h[2] or '', tonumber(h[3] or '0'), crashes, 0}
+end
+if h[1] == 'claimed' then
+  local expires = tonumber(h[4] or '0')
+  if expires > now then
+    return {'held', h[2] or '', tonumber(h[3] or '0'), crashes, expires - now}
+  end
+  crashes = crashes + 1
+end
+local token = redis.call('HINCRBY', KEYS[1], 'token', 1)
+redis.call('HSET', KEYS[1], 'state', 'claimed', 'owner', ARGV[1], 'expires', now + tonumber(ARGV[2]),
+  'crashes', crashes)
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return {'claimed', ARGV[1], token, crashes, 0}
+"""
+)
+
+# KEYS[1] job ; ARGV token, lease_ms, retention_s -> 1 renewed | 0 superseded
+RENEW = (
+    NOW_MS
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'token')
+if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[2]))
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+)
+
+# KEYS[1] job ; ARGV token, retention_s -> 1 done | 0 superseded
+COMPLETE = (
+    NOW_MS
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'token')
+if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'done', 'done_at', now)
+redis.call('HDEL', KEYS[1], 'expires')
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+)
+
+# KEYS[1] job ; ARGV token, forget_crashes (0|1) -> 1 released | 0 superseded
+RELEASE = """
+local h = redis.call('HMGET', KEYS[1], 'state', 'token')
+if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'released')
+redis.call('HDEL', KEYS[1], 'expires')
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'crashes', 0) end
+return 1
+"""
+
+# KEYS latest, seen, ttl, history ; ARGV worker id, snapshot json, ttl_ms, history_step_ms, history_cap,
+# history_keep_ms, dead_retention_ms
+BEAT = (
+    NOW_MS
+    + """
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+local last = redis.call('ZRANGE', KEYS[4], 0, 0, 'REV', 'WITHSCORES')
+if #last == 0 or now - tonumber(last[2]) >= tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[4], now, ARGV[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -(tonumber(ARGV[5]) + 1))
+end
+redis.call('PEXPIRE', KEYS[4], ARGV[6])
+local gone = redis.call('ZRANGE', KEYS[2], '-inf', now - tonumber(ARGV[7]), 'BYSCORE')
+for _, id in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+return now
+"""
+)

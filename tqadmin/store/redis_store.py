@@ -1,0 +1,292 @@
+"""The state store on Redis: claims with fencing tokens, completion marks, heartbeats and their history.
+
+Every state change of a job is one Lua script on the job's own key, except a completion with a user effect:
+that one is ``WATCH job; check token; MULTI; effect(tx); mark done; EXEC``, so the effect (queued by the user
+on the pipeline ``tx``) and the mark commit together, and not at all if the token moved meanwhile. Keys and
+the Redis Cluster rule are described in :mod:`tqadmin.store.keys`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, TqadminError, Unreachable
+from tqadmin.masking import mask_text, mask_url
+from tqadmin.store import redis_scripts
+from tqadmin.store.base import (
+    Claim,
+    ClaimState,
+    Effect,
+    Reading,
+    Retention,
+    StateStore,
+    WorkerHistory,
+    WorkerRecord,
+)
+from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+
+if TYPE_CHECKING:
+    import redis
+
+_DONE_AMONG_CHUNK = 1000
+
+
+class RedisStore(StateStore):
+    """:class:`StateStore` on one Redis (or a Redis Cluster through a cluster client).
+
+    Thread-safe: redis-py pools connections. What is kept for how long: :class:`Retention`.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis[bytes],
+        *,
+        url: str = "redis://",
+        prefix: str = DEFAULT_PREFIX,
+        retention: Retention | None = None,
+    ) -> None:
+        self.url = url
+        self.prefix = check_prefix(prefix)
+        self._client = client
+        retention = retention or Retention()
+        self._retention_s = max(int(retention.job_s), 1)
+        self._history_step_ms = _ms(retention.history_step_s)
+        self._history_cap = retention.history_cap
+        self._dead_retention_ms = _ms(retention.dead_worker_s)
+        self._claim = client.register_script(redis_scripts.CLAIM)
+        self._renew = client.register_script(redis_scripts.RENEW)
+        self._complete = client.register_script(redis_scripts.COMPLETE)
+        self._release = client.register_script(redis_scripts.RELEASE)
+        self._beat = client.register_script(redis_scripts.BEAT)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout_s: float = 10.0,
+        prefix: str = DEFAULT_PREFIX,
+        retention: Retention | None = None,
+    ) -> RedisStore:
+        try:
+            import redis
+        except ImportError:
+            raise TqadminError(
+                "the Redis store needs the redis package: pip install 'tqadmin[redis]'"
+            ) from None
+        with _translated(url):
+            client = redis.Redis.from_url(
+                url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, health_check_interval=30
+            )
+        return cls(client, url=url, prefix=prefix, retention=retention)
+
+    # -- completion store ---------------------------------------------------------------------------------
+
+    def claim(self, job_id: str, owner: str, lease_s: float) -> Claim:
+        with _translated(self.url):
+            state, holder, token, crashes, remaining_ms = self._claim(
+                keys=[job_key(self.prefix, job_id)], args=[owner, _ms(lease_s), self._retention_s]
+            )
+        return Claim(
+            job_id=job_id,
+            state=ClaimState(_text(state)),
+            owner=_text(holder),
+            token=int(token),
+            crashes=int(crashes),
+            retry_after_s=int(remaining_ms) / 1000,
+        )
+
+    def renew(self, claim: Claim, lease_s: float) -> bool:
+        with _translated(self.url):
+            renewed = self._renew(
+                keys=[job_key(self.prefix, claim.job_id)], args=[claim.token, _ms(lease_s), self._retention_s]
+            )
+        return bool(renewed)
+
+    def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
+        key = job_key(self.prefix, claim.job_id)
+        with _translated(self.url):
+            if effect is None:
+                return bool(self._complete(keys=[key], args=[claim.token, self._retention_s]))
+            return self._complete_with_effect(key, claim.token, effect)
+
+    def _complete_with_effect(self, key: str, token: int, effect: Effect) -> bool:
+        import redis
+
+        with self._client.pipeline(transaction=True) as tx:
+            while True:
+                try:
+                    tx.watch(key)
+                    state, current = cast(list[Any], tx.hmget(key, ["state", "token"]))  # watched: immediate
+                    if _text(state) != "claimed" or _text(current) != str(token):
+                        tx.unwatch()
+                        return False
+                    tx.multi()
+                    effect(tx)
+                    tx.hset(key, mapping={"state": "done", "done_at": int(time.time() * 1000)})
+                    tx.hdel(key, "expires")
+                    tx.expire(key, self._retention_s)
+                except BaseException:
+                    tx.reset()  # the user's effect raised while queueing: nothing is sent
+                    raise
+                try:
+                    tx.execute()
+                    return True
+                except redis.WatchError:
+                    continue  # the record changed under us: look at the token again
+                except redis.ResponseError as exc:
+                    raise BadResponse(
+                        f"a ctx.once effect command failed in the completion transaction of job "
+                        f"{key!r}: {_detail(exc)} (Redis applies the other commands of a MULTI; a command "
+                        "rejected before EXEC cancels them all)"
+                    ) from None
+
+    def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
+        with _translated(self.url):
+            released = self._release(
+                keys=[job_key(self.prefix, claim.job_id)], args=[claim.token, "1" if forget_crashes else "0"]
+            )
+        return bool(released)
+
+    def done_among(self, job_ids: Iterable[str]) -> set[str]:
+        ids = list(dict.fromkeys(job_ids))
+        done: set[str] = set()
+        with _translated(self.url):
+            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
+                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+                pipe = self._client.pipeline(transaction=False)
+                for job_id in chunk:
+                    pipe.hget(job_key(self.prefix, job_id), "state")
+                states = pipe.execute()
+                done.update(j for j, s in zip(chunk, states, strict=True) if _text(s) == "done")
+        return done
+
+    # -- heartbeats -------------------------------------------------------------------------------------
+
+    def beat(self, snapshot: WorkerSnapshot, ttl_s: float) -> None:
+        latest, seen, ttl = heartbeat_keys(self.prefix)
+        history_keep_ms = self._history_step_ms * (self._history_cap + 1) + self._dead_retention_ms
+        with _translated(self.url):
+            self._beat(
+                keys=[latest, seen, ttl, history_key(self.prefix, snapshot.worker_id)],
+                args=[
+                    snapshot.worker_id,
+                    snapshot.encode(),
+                    _ms(ttl_s),
+                    self._history_step_ms,
+                    self._history_cap,
+                    history_keep_ms,
+                    self._dead_retention_ms,
+                ],
+            )
+
+    def workers(self) -> list[WorkerRecord]:
+        latest, seen, ttl = heartbeat_keys(self.prefix)
+        with _translated(self.url):
+            pipe = self._client.pipeline(transaction=False)
+            pipe.time()
+            pipe.hgetall(latest)
+            pipe.zrange(seen, 0, -1, withscores=True)
+            pipe.hgetall(ttl)
+            (sec, usec), snapshots, beats, ttls = pipe.execute()
+        now_ms = sec * 1000 + usec / 1000
+        promised = {_text(k): int(v) for k, v in ttls.items()}
+        records = []
+        for raw_id, beat_ms in beats:
+            worker_id = _text(raw_id)
+            document = snapshots.get(raw_id)
+            if document is None:
+                continue
+            age_ms = max(now_ms - beat_ms, 0.0)
+            records.append(
+                WorkerRecord(
+                    snapshot=WorkerSnapshot.decode(document),
+                    age_s=age_ms / 1000,
+                    alive=age_ms <= promised.get(worker_id, 0),
+                )
+            )
+        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+
+    def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
+        latest, seen, _ = heartbeat_keys(self.prefix)
+        with _translated(self.url):
+            pipe = self._client.pipeline(transaction=False)
+            pipe.time()
+            pipe.zrange(seen, 0, -1, withscores=True)
+            (sec, usec), beats = pipe.execute()
+            now_ms = sec * 1000 + usec / 1000
+            start_ms = now_ms - window_s * 1000
+            active = [(_text(raw), score) for raw, score in beats if score >= start_ms]
+            if not active:
+                return now_ms / 1000, []
+            pipe = self._client.pipeline(transaction=False)
+            pipe.hmget(latest, [worker_id for worker_id, _ in active])
+            for worker_id, _ in active:
+                key = history_key(self.prefix, worker_id)
+                pipe.zrevrangebyscore(key, start_ms, "-inf", start=0, num=1, withscores=True)
+                pipe.zrangebyscore(key, start_ms, "+inf", start=0, num=1, withscores=True)
+            documents, *bounds = pipe.execute()
+        histories = []
+        for index, ((_, beat_ms), document) in enumerate(zip(active, documents, strict=True)):
+            if document is None:
+                continue
+            before, inside = bounds[2 * index], bounds[2 * index + 1]
+            found = before or inside
+            baseline = Reading(found[0][1] / 1000, WorkerSnapshot.decode(found[0][0])) if found else None
+            histories.append(
+                WorkerHistory(Reading(beat_ms / 1000, WorkerSnapshot.decode(document)), baseline)
+            )
+        return now_ms / 1000, histories
+
+    def delete_prefix(self) -> int:
+        """Delete every key under this store's prefix (tests and ``demo`` clean-up); returns how many."""
+        deleted = 0
+        with _translated(self.url):
+            for pattern in (f"{self.prefix}:*", "{" + self.prefix + ":*"):
+                keys = list(self._client.scan_iter(match=pattern, count=1000))
+                if keys:
+                    deleted += int(self._client.delete(*keys))
+        return deleted
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000), 0)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+@contextlib.contextmanager
+def _translated(url: str) -> Iterator[None]:
+    """Turn redis-py's exceptions into tqadmin's error tree, naming the store and never its password."""
+    import redis
+
+    where = f"state store {mask_url(url)}"
+    try:
+        yield
+    except redis.AuthenticationError as exc:
+        raise NotAuthorized(f"{where} refused the credentials ({_detail(exc)}); check --store") from None
+    except redis.TimeoutError as exc:
+        raise ConnectTimeout(f"{where} did not answer in time ({_detail(exc)}); check it is up") from None
+    except redis.ConnectionError as exc:
+        raise Unreachable(
+            f"cannot reach the {where} ({_detail(exc)}); check --store and that Redis runs"
+        ) from None
+    except redis.ResponseError as exc:
+        raise BadResponse(f"{where} answered with an error: {_detail(exc)}") from None
+
+
+def _detail(exc: BaseException) -> str:
+    return mask_text(str(exc))[:300]

@@ -1,0 +1,291 @@
+"""The state store on one SQLite file: the same contract as Redis, for a single host and no server.
+
+Each operation is one ``BEGIN IMMEDIATE`` transaction, so claims and commits from several processes on the
+host serialise on the database's write lock; a ``ctx.once`` effect gets the connection inside that
+transaction and is rolled back with the completion mark if anything fails, which is stronger than Redis's
+MULTI. Times come from the local clock, shared by every process on the host. ``prefix`` is a namespace
+column, so tests and deployments can share a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from tqadmin.errors import BadResponse, ConfigError, ConnectTimeout, Unreachable
+from tqadmin.store.base import (
+    Claim,
+    ClaimState,
+    Effect,
+    Reading,
+    Retention,
+    StateStore,
+    WorkerHistory,
+    WorkerRecord,
+)
+from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tq_jobs (
+    ns TEXT NOT NULL, job_id TEXT NOT NULL, state TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
+    token INTEGER NOT NULL DEFAULT 0, expires_ms INTEGER, crashes INTEGER NOT NULL DEFAULT 0,
+    done_at_ms INTEGER, updated_ms INTEGER NOT NULL, PRIMARY KEY (ns, job_id));
+CREATE INDEX IF NOT EXISTS tq_jobs_updated ON tq_jobs (ns, updated_ms);
+CREATE TABLE IF NOT EXISTS tq_workers (
+    ns TEXT NOT NULL, worker_id TEXT NOT NULL, snapshot TEXT NOT NULL, beat_ms INTEGER NOT NULL,
+    ttl_ms INTEGER NOT NULL, PRIMARY KEY (ns, worker_id));
+CREATE TABLE IF NOT EXISTS tq_history (
+    ns TEXT NOT NULL, worker_id TEXT NOT NULL, at_ms INTEGER NOT NULL, snapshot TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms);
+"""
+
+_DONE_AMONG_CHUNK = 500
+
+
+class SQLiteStore(StateStore):
+    """:class:`StateStore` on an SQLite file; one connection per thread, WAL journal."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str = "",
+        prefix: str = DEFAULT_PREFIX,
+        timeout_s: float = 10.0,
+        retention: Retention | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.url = url or f"sqlite:///{path}"
+        self.prefix = check_prefix(prefix)
+        self._path = path
+        self._timeout_s = timeout_s
+        self._retention = retention or Retention()
+        self._clock = clock
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        with self._translated():
+            self._connection().executescript(SCHEMA)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout_s: float = 10.0,
+        prefix: str = DEFAULT_PREFIX,
+        retention: Retention | None = None,
+    ) -> SQLiteStore:
+        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+        path = url.partition(":///")[2]
+        if not path or path == ":memory:":
+            raise ConfigError("an SQLite store needs a file: sqlite:///PATH (shared by the worker processes)")
+        return cls(Path(path), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention)
+
+    # -- plumbing --------------------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(
+                self._path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        where = f"state store {self.url}"
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise ConnectTimeout(f"{where} stayed locked past the timeout ({exc})") from None
+            raise Unreachable(f"cannot use the {where} ({exc}); check the path and its permissions") from None
+        except sqlite3.DatabaseError as exc:
+            raise BadResponse(f"{where} is not a usable database ({exc})") from None
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the database's write lock from the start."""
+        with self._translated():
+            connection = self._connection()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # -- completion store ---------------------------------------------------------------------------------
+
+    def claim(self, job_id: str, owner: str, lease_s: float) -> Claim:
+        now = self._now_ms()
+        with self._write() as db:
+            row = db.execute(
+                "SELECT state, owner, token, expires_ms, crashes FROM tq_jobs WHERE ns = ? AND job_id = ?",
+                (self.prefix, job_id),
+            ).fetchone()
+            state, holder, token, expires, crashes = row or ("", "", 0, 0, 0)
+            if state == "done":
+                return Claim(job_id, ClaimState.DONE, holder, token, crashes)
+            if state == "claimed":
+                if expires > now:
+                    return Claim(job_id, ClaimState.HELD, holder, token, crashes, (expires - now) / 1000)
+                crashes += 1
+            token += 1
+            db.execute(
+                "INSERT INTO tq_jobs (ns, job_id, state, owner, token, expires_ms, crashes, updated_ms)"
+                " VALUES (?, ?, 'claimed', ?, ?, ?, ?, ?) ON CONFLICT (ns, job_id) DO UPDATE SET"
+                " state = 'claimed', owner = excluded.owner, token = excluded.token,"
+                " expires_ms = excluded.expires_ms, crashes = excluded.crashes,"
+                " updated_ms = excluded.updated_ms",
+                (self.prefix, job_id, owner, token, now + int(lease_s * 1000), crashes, now),
+            )
+        return Claim(job_id, ClaimState.CLAIMED, owner, token, crashes)
+
+    def _if_current(self, db: sqlite3.Connection, claim: Claim, assignments: str, *values: object) -> bool:
+        cursor = db.execute(
+            f"UPDATE tq_jobs SET {assignments}, updated_ms = ?"  # noqa: S608 - fixed column lists, no user text
+            " WHERE ns = ? AND job_id = ? AND state = 'claimed' AND token = ?",
+            (*values, self._now_ms(), self.prefix, claim.job_id, claim.token),
+        )
+        return cursor.rowcount == 1
+
+    def renew(self, claim: Claim, lease_s: float) -> bool:
+        with self._write() as db:
+            return self._if_current(db, claim, "expires_ms = ?", self._now_ms() + int(lease_s * 1000))
+
+    def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
+        with self._write() as db:
+            if not self._if_current(
+                db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
+            ):
+                return False
+            if effect is not None:
+                effect(db)  # inside the same transaction: an exception rolls back the mark too
+            return True
+
+    def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
+        crashes = "0" if forget_crashes else "crashes"
+        with self._write() as db:
+            return self._if_current(db, claim, f"state = 'released', expires_ms = NULL, crashes = {crashes}")
+
+    def done_among(self, job_ids: Iterable[str]) -> set[str]:
+        ids = list(dict.fromkeys(job_ids))
+        done: set[str] = set()
+        with self._translated():
+            db = self._connection()
+            for start in range(0, len(ids), _DONE_AMONG_CHUNK):
+                chunk = ids[start : start + _DONE_AMONG_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT job_id FROM tq_jobs WHERE ns = ? AND state = 'done' AND job_id IN ({marks})",  # noqa: S608
+                    (self.prefix, *chunk),
+                )
+                done.update(row[0] for row in rows)
+        return done
+
+    # -- heartbeats -------------------------------------------------------------------------------------
+
+    def beat(self, snapshot: WorkerSnapshot, ttl_s: float) -> None:
+        now = self._now_ms()
+        keep = self._retention
+        ns, worker = self.prefix, snapshot.worker_id
+        document = snapshot.encode()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO tq_workers (ns, worker_id, snapshot, beat_ms, ttl_ms) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (ns, worker_id) DO UPDATE SET snapshot = excluded.snapshot,"
+                " beat_ms = excluded.beat_ms, ttl_ms = excluded.ttl_ms",
+                (ns, worker, document, now, int(ttl_s * 1000)),
+            )
+            (last,) = db.execute(
+                "SELECT MAX(at_ms) FROM tq_history WHERE ns = ? AND worker_id = ?", (ns, worker)
+            ).fetchone()
+            if last is None or now - last >= keep.history_step_s * 1000:
+                db.execute("INSERT INTO tq_history VALUES (?, ?, ?, ?)", (ns, worker, now, document))
+                db.execute(
+                    "DELETE FROM tq_history WHERE ns = ? AND worker_id = ? AND at_ms < (SELECT at_ms FROM"
+                    " tq_history WHERE ns = ? AND worker_id = ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?)",
+                    (ns, worker, ns, worker, keep.history_cap - 1),
+                )
+            gone = now - int(keep.dead_worker_s * 1000)
+            db.execute(
+                "DELETE FROM tq_history WHERE ns = ? AND worker_id IN"
+                " (SELECT worker_id FROM tq_workers WHERE ns = ? AND beat_ms < ?)",
+                (ns, ns, gone),
+            )
+            db.execute("DELETE FROM tq_workers WHERE ns = ? AND beat_ms < ?", (ns, gone))
+            db.execute(
+                "DELETE FROM tq_jobs WHERE ns = ? AND updated_ms < ?", (ns, now - int(keep.job_s * 1000))
+            )
+
+    def workers(self) -> list[WorkerRecord]:
+        now = self._now_ms()
+        with self._translated():
+            rows = self._connection().execute(
+                "SELECT snapshot, beat_ms, ttl_ms FROM tq_workers WHERE ns = ?", (self.prefix,)
+            )
+            records = [
+                WorkerRecord(WorkerSnapshot.decode(doc), max(now - beat, 0) / 1000, now - beat <= ttl)
+                for doc, beat, ttl in rows
+            ]
+        return sorted(records, key=lambda r: (r.snapshot.started_at, r.snapshot.worker_id))
+
+    def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
+        now = self._now_ms()
+        start = now - int(window_s * 1000)
+        histories = []
+        with self._translated():
+            db = self._connection()
+            active = db.execute(
+                "SELECT worker_id, snapshot, beat_ms FROM tq_workers WHERE ns = ? AND beat_ms >= ?",
+                (self.prefix, start),
+            ).fetchall()
+            for worker, document, beat in active:
+                found = (
+                    db.execute(
+                        "SELECT at_ms, snapshot FROM tq_history WHERE ns = ? AND worker_id = ? AND at_ms <= ?"
+                        " ORDER BY at_ms DESC LIMIT 1",
+                        (self.prefix, worker, start),
+                    ).fetchone()
+                    or db.execute(
+                        "SELECT at_ms, snapshot FROM tq_history WHERE ns = ? AND worker_id = ? AND at_ms > ?"
+                        " ORDER BY at_ms LIMIT 1",
+                        (self.prefix, worker, start),
+                    ).fetchone()
+                )
+                baseline = Reading(found[0] / 1000, WorkerSnapshot.decode(found[1])) if found else None
+                histories.append(
+                    WorkerHistory(Reading(beat / 1000, WorkerSnapshot.decode(document)), baseline)
+                )
+        return now / 1000, histories
+
+    def delete_prefix(self) -> int:
+        """Delete every row of this store's namespace (tests and ``demo`` clean-up); returns how many."""
+        with self._write() as db:
+            return sum(
+                db.execute(f"DELETE FROM {table} WHERE ns = ?", (self.prefix,)).rowcount  # noqa: S608
+                for table in ("tq_jobs", "tq_workers", "tq_history")
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+        self._local = threading.local()

@@ -1,0 +1,138 @@
+"""Per (queue, task type) cumulative counters and latency histograms, and the worker's thread-safe recorder.
+
+Counters only ever grow during a worker's life, so any two readings give the activity between them by
+subtraction; that is what makes a window cheap to compute (see :mod:`tqadmin.telemetry.window`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqadmin.telemetry.histogram import Histogram
+
+COUNTERS = ("done", "failed", "retried", "dead_lettered", "deduplicated")
+StatsKey = tuple[str, str]
+"""(queue, task_type)"""
+
+
+@dataclass(slots=True)
+class TaskStats:
+    """Cumulative figures of one (queue, task type) on one worker, or merged over several.
+
+    ``done`` and ``failed`` count runs (a job retried twice then done is 2 failed + 1 done); ``retried`` and
+    ``dead_lettered`` count what became of failures (dead-lettering also covers jobs never run: malformed,
+    unknown task, crash loop); ``deduplicated`` counts deliveries of done jobs acked without running.
+    ``wait`` is published -> started, ``run`` is the run time, both in seconds.
+    """
+
+    done: int = 0
+    failed: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    deduplicated: int = 0
+    wait: Histogram = field(default_factory=Histogram)
+    run: Histogram = field(default_factory=Histogram)
+
+    def counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in COUNTERS}
+
+    def add(self, other: TaskStats) -> None:
+        for name in COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.wait.add(other.wait)
+        self.run.add(other.run)
+
+    def copy(self) -> TaskStats:
+        clone = TaskStats()
+        clone.add(self)
+        return clone
+
+    def minus(self, earlier: TaskStats) -> TaskStats:
+        """Activity since ``earlier``; a counter that went down (never expected) counts as zero."""
+        delta = TaskStats(wait=self.wait.minus(earlier.wait), run=self.run.minus(earlier.run))
+        for name in COUNTERS:
+            setattr(delta, name, max(getattr(self, name) - getattr(earlier, name), 0))
+        return delta
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "c": [getattr(self, name) for name in COUNTERS],
+            "w": self.wait.to_json(),
+            "r": self.run.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> TaskStats:
+        stats = cls(
+            wait=Histogram.from_json(document.get("w", {})), run=Histogram.from_json(document.get("r", {}))
+        )
+        for name, value in zip(COUNTERS, document.get("c", ()), strict=False):
+            setattr(stats, name, int(value))
+        return stats
+
+
+def merge_stats(tables: Iterable[Mapping[StatsKey, TaskStats]]) -> dict[StatsKey, TaskStats]:
+    """Add several workers' tables key by key (associative and commutative)."""
+    total: dict[StatsKey, TaskStats] = {}
+    for table in tables:
+        for key, stats in table.items():
+            total.setdefault(key, TaskStats()).add(stats)
+    return total
+
+
+def subtract_stats(
+    latest: Mapping[StatsKey, TaskStats], earlier: Mapping[StatsKey, TaskStats]
+) -> dict[StatsKey, TaskStats]:
+    """Key by key ``latest - earlier``; keys new since ``earlier`` are taken whole."""
+    empty = TaskStats()
+    return {key: stats.minus(earlier.get(key, empty)) for key, stats in latest.items()}
+
+
+class Telemetry:
+    """What a worker records as it runs jobs; safe to call from the worker's threads.
+
+    Use ``task_type`` ``"(malformed)"`` for bodies that carry none.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stats: dict[StatsKey, TaskStats] = {}
+
+    def _entry(self, queue: str, task_type: str) -> TaskStats:
+        return self._stats.setdefault((queue, task_type), TaskStats())
+
+    def started(self, queue: str, task_type: str, wait_s: float) -> None:
+        """A run began ``wait_s`` after the job was published (its ``timestamp``)."""
+        with self._lock:
+            self._entry(queue, task_type).wait.record(wait_s)
+
+    def finished(self, queue: str, task_type: str, run_s: float, *, ok: bool) -> None:
+        with self._lock:
+            entry = self._entry(queue, task_type)
+            entry.run.record(run_s)
+            if ok:
+                entry.done += 1
+            else:
+                entry.failed += 1
+
+    def retried(self, queue: str, task_type: str) -> None:
+        self._count(queue, task_type, "retried")
+
+    def dead_lettered(self, queue: str, task_type: str) -> None:
+        self._count(queue, task_type, "dead_lettered")
+
+    def deduplicated(self, queue: str, task_type: str) -> None:
+        self._count(queue, task_type, "deduplicated")
+
+    def _count(self, queue: str, task_type: str, name: str) -> None:
+        with self._lock:
+            entry = self._entry(queue, task_type)
+            setattr(entry, name, getattr(entry, name) + 1)
+
+    def read(self) -> dict[StatsKey, TaskStats]:
+        """A consistent copy of every figure, for a heartbeat snapshot."""
+        with self._lock:
+            return {key: stats.copy() for key, stats in self._stats.items()}

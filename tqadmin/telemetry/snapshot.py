@@ -1,0 +1,73 @@
+"""What a worker writes with every heartbeat: who it is, what it is doing, and its cumulative telemetry."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqadmin.telemetry.counters import StatsKey, TaskStats
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSnapshot:
+    """One worker at one heartbeat. Times are epoch seconds (the worker's clock).
+
+    ``stats`` values are not mutated once in a snapshot; treat the snapshot as a value.
+    """
+
+    worker_id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    started_at: float
+    heartbeat_at: float
+    current_jobs: tuple[str, ...] = ()
+    stats: Mapping[StatsKey, TaskStats] = field(default_factory=dict)
+
+    @property
+    def current_job(self) -> str | None:
+        return self.current_jobs[0] if self.current_jobs else None
+
+    def totals(self) -> TaskStats:
+        """Every (queue, task type) added together."""
+        total = TaskStats()
+        for stats in self.stats.values():
+            total.add(stats)
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": SNAPSHOT_VERSION,
+            "id": self.worker_id,
+            "host": self.host,
+            "pid": self.pid,
+            "queues": list(self.queues),
+            "started_at": self.started_at,
+            "heartbeat_at": self.heartbeat_at,
+            "current_jobs": list(self.current_jobs),
+            "tasks": [{"q": q, "t": t, **stats.to_json()} for (q, t), stats in self.stats.items()],
+        }
+
+    def encode(self) -> str:
+        return json.dumps(self.to_json(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> WorkerSnapshot:
+        return cls(
+            worker_id=str(document["id"]),
+            host=str(document.get("host", "")),
+            pid=int(document.get("pid", 0)),
+            queues=tuple(document.get("queues", ())),
+            started_at=float(document.get("started_at", 0.0)),
+            heartbeat_at=float(document.get("heartbeat_at", 0.0)),
+            current_jobs=tuple(document.get("current_jobs", ())),
+            stats={(str(e["q"]), str(e["t"])): TaskStats.from_json(e) for e in document.get("tasks", ())},
+        )
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> WorkerSnapshot:
+        return cls.from_json(json.loads(text))

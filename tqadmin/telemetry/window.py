@@ -1,0 +1,107 @@
+"""Figures over a window, from two cumulative readings per worker: rates, failure rate, percentiles.
+
+Why deltas: each worker's counters and histograms only grow, so ``latest - baseline`` is exactly what happened
+between the two readings, and the deltas of all workers add up (histograms merge bucket by bucket). A poll
+reads two snapshots per worker whatever the number of jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tqadmin.store.base import WorkerHistory
+from tqadmin.telemetry.counters import StatsKey, TaskStats, merge_stats, subtract_stats
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """What happened over ``window_s`` seconds, merged across workers.
+
+    ``span_s`` is the time the deltas actually cover (at least the window; more when the newest reading
+    before the window's start is older than the start). ``throughput`` is done runs per second.
+    """
+
+    window_s: float
+    span_s: float
+    workers: int
+    by_key: Mapping[StatsKey, TaskStats]
+
+    def _grouped(self, index: int) -> dict[str, TaskStats]:
+        groups: dict[str, TaskStats] = {}
+        for key, stats in self.by_key.items():
+            groups.setdefault(key[index], TaskStats()).add(stats)
+        return groups
+
+    @property
+    def task_types(self) -> dict[str, TaskStats]:
+        return self._grouped(1)
+
+    @property
+    def queues(self) -> dict[str, TaskStats]:
+        return self._grouped(0)
+
+    @property
+    def total(self) -> TaskStats:
+        total = TaskStats()
+        for stats in self.by_key.values():
+            total.add(stats)
+        return total
+
+    @property
+    def throughput(self) -> float:
+        return self.total.done / self.span_s if self.span_s > 0 else 0.0
+
+    @property
+    def failure_rate(self) -> float:
+        """Failed runs over finished runs, a fraction from 0 to 1 (0 when nothing ran)."""
+        total = self.total
+        finished = total.done + total.failed
+        return total.failed / finished if finished else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """INTERFACE.md's ``stats`` document, plus per-queue figures and the other counters."""
+        return {
+            "window_s": self.window_s,
+            "span_s": round(self.span_s, 3),
+            "workers": self.workers,
+            "throughput": round(self.throughput, 3),
+            "failure_rate": round(self.failure_rate, 6),
+            "task_types": {name: figures_json(stats) for name, stats in sorted(self.task_types.items())},
+            "queues": {name: figures_json(stats) for name, stats in sorted(self.queues.items())},
+        }
+
+
+def figures_json(stats: TaskStats) -> dict[str, Any]:
+    return {
+        **stats.counts(),
+        "wait": _rounded(stats.wait.percentiles()),
+        "run": _rounded(stats.run.percentiles()),
+    }
+
+
+def _rounded(values: Mapping[str, float | None]) -> dict[str, float | None]:
+    return {k: (None if v is None else round(v, 6)) for k, v in values.items()}
+
+
+def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistory]) -> WindowStats:
+    """Merge every worker's ``latest - baseline`` over the window ending at ``now_s`` (the store's clock).
+
+    A worker with no baseline, or one born inside the window (its baseline started after the window's
+    start), is counted from zero: everything it ever did happened inside the window.
+    """
+    start = now_s - window_s
+    deltas: list[dict[StatsKey, TaskStats]] = []
+    earliest = start
+    count = 0
+    for history in histories:
+        count += 1
+        latest = history.latest.snapshot
+        baseline = history.baseline
+        if baseline is None or latest.started_at >= start:
+            deltas.append({key: stats.copy() for key, stats in latest.stats.items()})
+            continue
+        earliest = min(earliest, baseline.at_s)
+        deltas.append(subtract_stats(latest.stats, baseline.snapshot.stats))
+    return WindowStats(window_s=window_s, span_s=now_s - earliest, workers=count, by_key=merge_stats(deltas))
