@@ -86,9 +86,10 @@ def _publisher(ctx: CommandContext) -> Iterator[Publish]:
         finally:
             recorder.close()
         return
-    from tqadmin.errors import NotSupported
+    from tqadmin.pipeline.cron.publishing import TransportPublish
 
-    raise NotSupported("publishing cron ticks to a broker needs the transport (branch 'worker')")
+    with ctx.plugin().transport(ctx.broker_config()) as transport:
+        yield TransportPublish(transport)
 
 
 @contextmanager
