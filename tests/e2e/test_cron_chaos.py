@@ -30,6 +30,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 LOCK_TTL_S = 2.0
 GRACE_S = 15
 CHAOS_S = 55.0
+PUBLISH_S = 0.3  # a slow confirm: a third of the kills land between a tick's claim and its publish
 SCHEDULE = f"""
 [[schedule]]
 name = "every-second"
@@ -49,7 +50,8 @@ class Fleet:
         self.schedule.write_text(SCHEDULE)
         self.logs = tmp
         self.namespace = namespace
-        self.env = {**os.environ, "TQADMIN_STORE_URL": REDIS_URL, "TQADMIN_CRON_SINK": f"{REDIS_URL}#{sink}"}
+        sink_url = f"{REDIS_URL}#{sink}?delay={PUBLISH_S}"
+        self.env = {**os.environ, "TQADMIN_STORE_URL": REDIS_URL, "TQADMIN_CRON_SINK": sink_url}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.started = 0
 
@@ -102,7 +104,7 @@ def wait_for_leader(store: RedisCronStore, fleet: Fleet, not_token: int = 0, tim
 def test_every_tick_fires_once_while_leaders_are_killed_and_paused(fleet: Fleet) -> None:
     store = RedisCronStore.from_url(REDIS_URL, fleet.namespace)
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
-    sink = fleet.env["TQADMIN_CRON_SINK"].split("#", 1)[1]
+    sink = fleet.env["TQADMIN_CRON_SINK"].split("#", 1)[1].split("?")[0]
     for _ in range(4):
         fleet.start()
     tokens_seen = [0]
