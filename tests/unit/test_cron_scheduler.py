@@ -239,3 +239,22 @@ def test_schedules_with_splay_fire_after_their_offset() -> None:
     assert len(fired_at) == 200
     seconds = {int(t) for t in fired_at.values()}
     assert len(seconds) >= 18  # spread over the 20-second splay window, not all at the top of the minute
+
+
+def test_a_broker_outage_longer_than_the_lease_keeps_the_leader_and_skips_only_what_is_past_the_grace() -> (
+    None
+):
+    world = World()
+    a = world.add("a")
+    world.add("b")
+    world.run(1.05)
+    world.recorders["a"].failing = True
+    world.run(30)  # the broker is down for 30 s, three times the grace
+    assert world.leader() == "a" and world.store.fencing_token() == 1
+    world.recorders["a"].failing = False
+    world.run(3)
+    fired = sorted(int(i.rsplit(":", 1)[1]) for i in world.ids())
+    assert len(fired) == len(set(fired))
+    skipped = set(range(fired[0], fired[-1] + 1)) - set(fired)
+    assert len(skipped) == world.store.missed_counts()["beat"] > 0
+    assert max(fired) == int(world.last_step) and a.lease is not None

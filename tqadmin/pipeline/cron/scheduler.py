@@ -143,6 +143,8 @@ class Scheduler:
             self._log.warning("%s; retrying in %.1fs", exc, delay)
             if self.lease is not None and not self._leading():
                 self._step_down("lease deadline passed while the store or broker failed")
+            if self.lease is not None:  # a broker outage alone must not cost the lease: keep renewing
+                delay = min(delay, self._next_renew - self._clock.monotonic())
             return max(MIN_WAIT_S, delay)
         self._failures = 0
         return self._wait()
@@ -224,8 +226,9 @@ class Scheduler:
                 self._step_down("fencing token no longer current")
                 return
             if outcome is TickOutcome.CLAIMED:
-                self._log.info(
-                    "re-publishing %s, claimed by %s but never confirmed", record.id, record.instance
+                level = logging.DEBUG if record.instance == self.instance else logging.INFO
+                self._log.log(
+                    level, "re-publishing %s: %s claimed it, no confirm", record.id, record.instance
                 )
                 self._fire(track, record.scheduled, lease)
         self._recover = False
