@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 import redis
+from cron_redis import REDIS_URL, delete_namespace
 
 from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 LOCK_TTL_S = 2.0
 GRACE_S = 15
 CHAOS_S = 55.0
@@ -86,9 +86,7 @@ def fleet(tmp_path: Path, unique: str, isolated_env: Path) -> Iterator[Fleet]:
     fleet = Fleet(tmp_path, namespace, sink)
     yield fleet
     fleet.stop_all()
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match="{tqcron:" + namespace + "}*", count=1000))
-    client.delete(sink, *keys)
+    delete_namespace(namespace, sink)
 
 
 def wait_for_leader(store: RedisCronStore, fleet: Fleet, not_token: int = 0, timeout_s: float = 15.0) -> str:

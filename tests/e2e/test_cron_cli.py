@@ -14,12 +14,12 @@ from pathlib import Path
 import pika
 import pytest
 import redis
+from cron_redis import REDIS_URL, delete_namespace
 
 from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = [pytest.mark.redis]
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 
 
@@ -46,10 +46,7 @@ def tqadmin(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 @pytest.fixture
 def namespace(unique: str) -> Iterator[str]:
     yield f"cli-{unique}"
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match="{tqcron:cli-" + unique + "}*", count=1000))
-    if keys:
-        client.delete(*keys)
+    delete_namespace(f"cli-{unique}")
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from cron_redis import REDIS_URL, redis_cron_store
 
 from tqadmin.errors import Unreachable
 from tqadmin.store.lease import Lease, TickOutcome, TickState, open_cron_store
@@ -12,18 +13,11 @@ from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = pytest.mark.redis
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
 
 @pytest.fixture
 def store(unique: str) -> Iterator[RedisCronStore]:
-    store = RedisCronStore.from_url(REDIS_URL, f"t-{unique}")
-    yield store
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match="{tqcron:t-" + unique + "}*", count=1000))
-    if keys:
-        client.delete(*keys)
-    store.close()
+    with redis_cron_store(f"t-{unique}") as store:
+        yield store
 
 
 def test_one_instance_holds_the_lease_and_each_acquisition_gets_a_larger_token(store: RedisCronStore) -> None:

@@ -5,8 +5,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-import redis
 from cron_fakes import START, FakeClock
+from cron_redis import redis_cron_store
 
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
@@ -15,19 +15,13 @@ from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = pytest.mark.redis
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 SPLAY_S = 20
 
 
 @pytest.fixture
 def store(unique: str) -> Iterator[RedisCronStore]:
-    store = RedisCronStore.from_url(REDIS_URL, f"splay-{unique}")
-    yield store
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match="{tqcron:splay-" + unique + "}*", count=1000))
-    if keys:
-        client.delete(*keys)
-    store.close()
+    with redis_cron_store(f"splay-{unique}") as store:
+        yield store
 
 
 def test_splay_spreads_200_schedules_of_the_same_second_and_each_fires_once(store: RedisCronStore) -> None:
