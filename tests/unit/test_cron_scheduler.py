@@ -7,6 +7,7 @@ import threading
 import pytest
 from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 
+from tqadmin.errors import Unreachable
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
 from tqadmin.store.lease import TickState
@@ -258,3 +259,24 @@ def test_a_broker_outage_longer_than_the_lease_keeps_the_leader_and_skips_only_w
     skipped = set(range(fired[0], fired[-1] + 1)) - set(fired)
     assert len(skipped) == world.store.missed_counts()["beat"] > 0
     assert max(fired) == int(world.last_step) and a.lease is not None
+
+
+def test_a_store_error_right_after_election_neither_loses_the_lease_nor_invents_missed_ticks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    a = world.add("a")
+    real_cursors = world.store.cursors
+    calls = []
+
+    def flaky_cursors(names: object) -> dict[str, int]:
+        calls.append(names)
+        if len(calls) == 1:
+            raise Unreachable("cannot reach state store memory://")
+        return real_cursors(names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(world.store, "cursors", flaky_cursors)
+    world.run(4)
+    assert a.lease is not None and world.store.fencing_token() == 1
+    assert world.store.missed_counts() == {}
+    assert world.ids() == world.every_tick_so_far()

@@ -113,6 +113,7 @@ class Scheduler:
         self._next_attempt = 0.0
         self._failures = 0
         self._recover = False
+        self._armed = False  # the schedules' cursors are read from the store since this lease began
         self._registered = False
 
     # the loop
@@ -133,6 +134,8 @@ class Scheduler:
                 self._store.forget_instances(self._store.now() - FORGET_INSTANCES_AFTER_S)
                 self._registered = True
             self._keep_or_seek_lease()
+            if self.lease is not None and not self._armed:
+                self._arm()
             if self.lease is not None and self._recover:
                 self._recover_pending()
             if self.lease is not None:
@@ -173,11 +176,13 @@ class Scheduler:
             if now < self._next_attempt:
                 return
             self._next_attempt = now + self.lock_ttl_s / 3 * self._rng.uniform(0.5, 1.0)
-            lease = self._store.acquire(self.instance, self.lock_ttl_s)
             self._store.heartbeat(self.instance)
+            lease = self._store.acquire(self.instance, self.lock_ttl_s)
             if lease is not None:
                 self._hold(lease, now)
-                self._elected()
+                self._log.info("leading with fencing token %d", lease.token)
+                self._armed = False
+                self._recover = True
         elif now >= self._next_renew:
             if self._store.renew(self.lease):
                 self._hold(self.lease, now)
@@ -196,9 +201,8 @@ class Scheduler:
         self.lease = None
         self._next_attempt = self._clock.monotonic() + self.lock_ttl_s / 3 * self._rng.uniform(0.5, 1.0)
 
-    def _elected(self) -> None:
-        assert self.lease is not None
-        self._log.info("leading with fencing token %d", self.lease.token)
+    def _arm(self) -> None:
+        """Take each schedule's cursor from the store: the last tick anyone handled, whoever led then."""
         stored = self._store.cursors(self._tracks)
         now = self._clock.time()
         for name, track in self._tracks.items():
@@ -207,7 +211,7 @@ class Scheduler:
                 cursor = self._store.arm(name, int(now - track.offset))
             track.cursor = cursor
             track.next_fire_at = 0.0
-        self._recover = True
+        self._armed = True
 
     # ticks
 
