@@ -132,9 +132,11 @@ class MemoryCronStore(CronStore):
 
     def mark_fired(self, lease: Lease, name: str, scheduled: int, keep_s: float) -> None:
         self._check()
-        self.ticks[(name, scheduled)] = TickRecord(
-            name, scheduled, TickState.FIRED, lease.token, lease.instance
-        )
+        current = self.ticks.get((name, scheduled))
+        if current is None or current.token <= lease.token:
+            self.ticks[(name, scheduled)] = TickRecord(
+                name, scheduled, TickState.FIRED, lease.token, lease.instance
+            )
         self.pending_ticks.discard((name, scheduled))
         self.cursor[name] = max(self.cursor.get(name, -1), scheduled)
         last = self.fired.get(name)

@@ -99,6 +99,29 @@ def test_a_claimed_tick_is_pending_until_fired_and_a_new_leader_can_take_it_over
     assert store.claim_tick(new, "s", 100, 60) is TickOutcome.DUPLICATE
 
 
+def test_a_stale_leaders_late_confirm_does_not_overwrite_the_new_leaders_record(
+    store: RedisCronStore,
+) -> None:
+    old = store.acquire("a", 10)
+    assert old is not None
+    store.claim_tick(old, "s", 100, 60)
+    store.release(old)  # "a" is paused inside its publish; "b" takes the tick over
+    new = store.acquire("b", 10)
+    assert new is not None
+    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.CLAIMED
+    store.mark_fired(old, "s", 100, 60)  # "a" wakes: its publish was confirmed after all
+    assert store.pending() == [], "it was published, so nobody needs to publish it again"
+    record = store.tick("s", 100)
+    assert record is not None and (record.state, record.token) == (TickState.CLAIMED, new.token)
+    store.mark_fired(new, "s", 100, 60)
+    record = store.tick("s", 100)
+    assert record is not None and (record.state, record.token, record.instance) == (
+        TickState.FIRED,
+        new.token,
+        "b",
+    )
+
+
 def test_firing_records_the_last_fire_on_the_store_clock_and_the_cursor_only_moves_forward(
     store: RedisCronStore,
 ) -> None:

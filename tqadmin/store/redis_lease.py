@@ -95,11 +95,12 @@ _MARK_FIRED = (
     _NOW_US
     + """
 local value = 'fired|' .. ARGV[4] .. '|' .. ARGV[5]
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[1], value, 'KEEPTTL')
-else
+local current = redis.call('GET', KEYS[1])
+if not current then
   redis.call('SET', KEYS[1], value, 'PX', ARGV[6])
-end
+elseif tonumber(string.match(current, '^%a+|(%d+)|')) <= tonumber(ARGV[4]) then
+  redis.call('SET', KEYS[1], value, 'KEEPTTL')
+end  -- a stale leader's late confirm does not overwrite the record of the leader that took the tick over
 redis.call('ZREM', KEYS[2], ARGV[1])
 local scheduled = tonumber(ARGV[3])
 if scheduled > tonumber(redis.call('HGET', KEYS[3], ARGV[2]) or '-1') then
