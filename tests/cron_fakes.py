@@ -163,6 +163,9 @@ class MemoryCronStore(CronStore):
         self._check()
         return [self.ticks[k] for k in sorted(self.pending_ticks, key=lambda k: k[1])]
 
+    def drop_pending(self, name: str, scheduled: int) -> None:
+        self.pending_ticks.discard((name, scheduled))
+
     def tick(self, name: str, scheduled: int) -> TickRecord | None:
         return self.ticks.get((name, scheduled))
 

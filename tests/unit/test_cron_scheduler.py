@@ -10,7 +10,7 @@ from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
-from tqadmin.store.lease import TickState
+from tqadmin.store.lease import TickRecord, TickState
 
 TTL = 3.0
 EVERY_SECOND = Schedule("beat", "* * * * * *", "q", "ping", {"zone": "eu"}, misfire_grace=10)
@@ -280,3 +280,14 @@ def test_a_store_error_right_after_election_neither_loses_the_lease_nor_invents_
     assert a.lease is not None and world.store.fencing_token() == 1
     assert world.store.missed_counts() == {}
     assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_pending_tick_of_a_removed_schedule_is_dropped_once_its_record_expired() -> None:
+    world = World()
+    world.store.pending_ticks.add(("gone", 5))
+    world.store.pending_ticks.add(("other", 6))
+    world.store.ticks[("gone", 5)] = TickRecord("gone", 5, TickState.CLAIMED, 0, "")
+    world.store.ticks[("other", 6)] = TickRecord("other", 6, TickState.CLAIMED, 3, "cron-new")
+    world.add("a")
+    world.run(1)
+    assert world.store.pending_ticks == {("other", 6)}

@@ -158,6 +158,10 @@ class CronStore(ABC):
         """Ticks claimed but not marked fired, oldest first."""
 
     @abstractmethod
+    def drop_pending(self, name: str, scheduled: int) -> None:
+        """Stop listing a pending tick (one whose schedule is gone and whose record has expired)."""
+
+    @abstractmethod
     def tick(self, name: str, scheduled: int) -> TickRecord | None:
         """The record of one tick while it is kept."""
 

@@ -289,6 +289,9 @@ class RedisCronStore(CronStore):
             )
         return records
 
+    def drop_pending(self, name: str, scheduled: int) -> None:
+        self._run(lambda: self._client.zrem(self.key("pending"), tick_id(name, scheduled)))
+
     def tick(self, name: str, scheduled: int) -> TickRecord | None:
         value = self._run(lambda: self._client.get(self.key(tick_id(name, scheduled))))
         return _record(name, scheduled, value)

@@ -218,8 +218,12 @@ class Scheduler:
     def _recover_pending(self) -> None:
         for record in self._store.pending():
             track = self._tracks.get(record.name)
-            if track is None:
-                continue  # a schedule this instance does not run; an instance that runs it will
+            if (
+                track is None
+            ):  # a schedule this instance does not run: an instance that runs it will publish it
+                if not record.instance:  # ...unless its record expired long ago: the schedule is gone
+                    self._store.drop_pending(record.name, record.scheduled)
+                continue
             lease = self.lease
             if lease is None or not self._leading():
                 return
