@@ -173,4 +173,4 @@ def test_a_bad_schedule_file_is_a_usage_error_and_read_only_refuses_to_run(
 def test_an_unreachable_store_is_exit_3_for_schedules(namespace: str, env: dict[str, str]) -> None:
     result = tqadmin("schedules", "--namespace", namespace, "--store", "redis://127.0.0.1:1/0", env=env)
     assert result.returncode == 3
-    assert "cannot reach state store" in result.stderr
+    assert "cannot reach the state store" in result.stderr

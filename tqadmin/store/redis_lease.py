@@ -8,15 +8,11 @@ scripts: the instances' clocks may disagree, the store's is the one every reader
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import redis
-from redis import exceptions as rex
 
-from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, Unreachable
-from tqadmin.masking import mask_text, mask_url
 from tqadmin.store.lease import (
     CronStore,
     FiredTick,
@@ -29,6 +25,7 @@ from tqadmin.store.lease import (
     check_namespace,
     tick_id,
 )
+from tqadmin.store.redis_store import _translated as translated  # one translation of redis-py's errors
 
 T = TypeVar("T")
 
@@ -132,24 +129,6 @@ redis.call('ZADD', KEYS[1], t[1] .. '.' .. string.format('%06d', t[2]), ARGV[1])
 return 1
 """
 )
-
-
-@contextmanager
-def translated(url: str) -> Iterator[None]:
-    """Driver errors become tqadmin errors naming the store (with its password masked)."""
-    where = mask_url(url)
-    try:
-        yield
-    except rex.AuthenticationError as exc:
-        raise NotAuthorized(f"state store {where} refused the credentials: {mask_text(str(exc))}") from None
-    except rex.TimeoutError:
-        raise ConnectTimeout(
-            f"state store {where} did not answer in time; is Redis up and reachable?"
-        ) from None
-    except rex.ConnectionError as exc:
-        raise Unreachable(f"cannot reach state store {where}: {mask_text(str(exc))}") from None
-    except rex.RedisError as exc:
-        raise BadResponse(f"state store {where} answered with an error: {mask_text(str(exc))}") from None
 
 
 class RedisCronStore(CronStore):

@@ -16,7 +16,7 @@ import redis
 
 from tqadmin.errors import UsageError
 from tqadmin.pipeline.job import Job
-from tqadmin.store.redis_lease import translated
+from tqadmin.store.redis_store import _translated as translated
 
 
 class RedisListSink:
