@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.transport import BrokerTransport
 from tqadmin_rabbitmq.capabilities import CAPABILITIES
 
 
@@ -22,3 +23,8 @@ class RabbitMQPlugin(BrokerPlugin):
         from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
         return RabbitMQAdmin(config)
+
+    def transport(self, config: BrokerConfig) -> BrokerTransport:
+        from tqadmin_rabbitmq.transport import RabbitMQTransport
+
+        return RabbitMQTransport(config)

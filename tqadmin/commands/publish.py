@@ -1,16 +1,63 @@
-"""`tqadmin publish`: not built yet."""
+"""`tqadmin publish`: publish jobs durably, confirmed and mandatory, and report each one's fate."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
+from tqadmin import audit
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.errors import ExitCode, PartialFailure, UsageError
+from tqadmin.pipeline.publisher import load_jobs, publish_jobs
+from tqadmin.plugin.transport import Outcome
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--queue", help="work queue: through task_exchange with this routing key (declared)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--job", metavar="JSON", help="one job as a JSON object")
+    source.add_argument("--from-file", type=Path, metavar="FILE", help="JSONL file, one job a line")
+    parser.add_argument("--exchange", help="publish to this exchange as it is (declares nothing)")
+    parser.add_argument("--routing-key", help="routing key (default: the queue name)")
+    parser.add_argument("--rate", type=float, metavar="R", help="at most R jobs a second")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write the per-job report (JSON) here")
+    # --timeout S is the global option: each broker call, a blocked connection and the wait for confirms.
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    ctx.settings.require_writable("publish")
+    if args.queue is None and args.routing_key is None:
+        raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
+    if args.rate is not None and args.rate <= 0:
+        raise UsageError("--rate must be greater than 0")
+    jobs = load_jobs(args.job, args.from_file)
+    with ctx.plugin().transport(ctx.broker_config()) as transport:
+        report = publish_jobs(
+            transport,
+            jobs,
+            queue=args.queue,
+            exchange=args.exchange,
+            routing_key=args.routing_key,
+            rate=args.rate,
+        )
+    document = report.to_json()
+    if args.report is not None:
+        args.report.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    confirmed = report.count(Outcome.CONFIRMED)
+    audit.append(
+        ctx.settings.audit_log,
+        profile=ctx.settings.profile,
+        action="publish",
+        target=args.queue or args.routing_key,
+        count=confirmed,
+        outcome="ok" if report.all_confirmed else "failed",
+        extra={"failed": report.count(Outcome.FAILED), "unknown": report.count(Outcome.UNKNOWN)},
+    )
+    summary = {k: v for k, v in document.items() if k != "jobs"}
+    ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+    if report.all_confirmed:
+        return int(ExitCode.OK)
+    if report.error is not None:
+        raise report.error
+    raise PartialFailure(f"{len(jobs) - confirmed} of {len(jobs)} jobs were not confirmed; see the report")

@@ -1,16 +1,86 @@
-"""`tqadmin worker`: not built yet."""
+"""`tqadmin worker`: the reference worker, supervised so that a task killing its process is survivable."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
+import sys
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.errors import TqadminError, UsageError
+from tqadmin.masking import mask_text
+from tqadmin.pipeline import retry
+from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
+from tqadmin.pipeline.supervisor import supervise
+from tqadmin.pipeline.tasks import load_tasks
+from tqadmin.pipeline.worker import Worker, WorkerSettings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--queue", required=True, help="work queue to consume")
+    parser.add_argument("--tasks", required=True, metavar="MODULE", help="module (or .py file) with @task")
+    parser.add_argument("--concurrency", type=int, default=4, metavar="N", help="job threads (default 4)")
+    parser.add_argument("--prefetch", type=int, default=0, metavar="N", help="default 8 x concurrency")
+    parser.add_argument("--max-retries", type=int, default=retry.DEFAULT_MAX_RETRIES, metavar="N")
+    parser.add_argument("--backoff-base", type=float, default=retry.DEFAULT_BACKOFF_BASE_S, metavar="S")
+    parser.add_argument("--backoff-cap", type=float, default=retry.DEFAULT_BACKOFF_CAP_S, metavar="S")
+    parser.add_argument("--job-timeout", type=float, default=300.0, metavar="S", help="0: no limit")
+    parser.add_argument("--lease", type=float, default=30.0, metavar="S", help="claim lease (renewed)")
+    parser.add_argument("--crash-limit", type=int, default=retry.DEFAULT_CRASH_LIMIT, metavar="N")
+    parser.add_argument("--max-payload-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N")
+    parser.add_argument("--heartbeat", type=float, default=2.0, metavar="S", help="heartbeat interval")
+    parser.add_argument(
+        "--no-dedup",
+        action="store_true",
+        help="skip the completion store (no claims, no ctx.once): at-least-once, faster",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> WorkerSettings:
+    if args.concurrency < 1 or args.prefetch < 0 or args.lease <= 0 or args.max_payload_bytes < 1:
+        raise UsageError("--concurrency, --lease and --max-payload-bytes must be positive, --prefetch >= 0")
+    try:
+        policy = retry.RetryPolicy(args.backoff_base, args.backoff_cap, args.max_retries, args.crash_limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return WorkerSettings(
+        queue=args.queue,
+        concurrency=args.concurrency,
+        prefetch=args.prefetch,
+        policy=policy,
+        job_timeout_s=args.job_timeout or None,
+        lease_s=args.lease,
+        max_payload_bytes=args.max_payload_bytes,
+        dedup=not args.no_dedup,
+        heartbeat_s=args.heartbeat,
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    settings = settings_from(args)
+    registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
+    logging.basicConfig(
+        level=logging.INFO if ctx.settings.verbose else logging.WARNING,
+        format="%(asctime)s %(process)d %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("pika").setLevel(logging.WARNING)
+
+    def child() -> int:
+        from tqadmin.store.factory import open_store
+
+        try:
+            store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+            with ctx.plugin().transport(ctx.broker_config()) as transport:
+                worker = Worker(settings, transport, store, registry)
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, lambda _s, _f: worker.stop())
+                worker.run()
+            store.close()
+        except TqadminError as exc:
+            print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
+            return int(exc.exit_code)
+        return 0
+
+    return supervise(child)

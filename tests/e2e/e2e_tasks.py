@@ -1,0 +1,62 @@
+"""Tasks the end-to-end tests run through `tqadmin worker --tasks tests/e2e/e2e_tasks.py`.
+
+Executions and effects are counted apart: ``runs`` is a plain counter bumped on every execution (it may
+exceed one under crashes and duplicates), ``effects`` is bumped through ``ctx.once`` (must end at exactly one).
+The Redis keys are named by the job (``key``), so tests running in parallel never share them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import redis
+
+from tqadmin import FatalError, TransientError, task
+
+_redis = redis.Redis.from_url(os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"))
+
+
+def _count(ctx: Any, job: dict[str, Any]) -> None:
+    key = job["key"]
+    _redis.hincrby(f"{key}:runs", ctx.job_id, 1)
+    ctx.once(lambda tx: tx.hincrby(f"{key}:effects", ctx.job_id, 1))
+
+
+@task("count")
+def count(ctx: Any, job: dict[str, Any]) -> None:
+    if job.get("work_s"):
+        time.sleep(job["work_s"])
+    _count(ctx, job)
+
+
+@task("noop")
+def noop(ctx: Any, job: dict[str, Any]) -> None:
+    """Nothing at all: the benchmark's task."""
+
+
+@task("flaky", max_retries=5)
+def flaky(ctx: Any, job: dict[str, Any]) -> None:
+    """Fails until run ``succeed_on``; records the time of every run to check the retry gaps."""
+    _redis.rpush(f"{job['key']}:times:{ctx.job_id}", repr(time.time()))
+    if ctx.attempt < job["succeed_on"]:
+        raise TransientError(f"run {ctx.attempt} fails on purpose")
+    _count(ctx, job)
+
+
+@task("fatal")
+def fatal(ctx: Any, job: dict[str, Any]) -> None:
+    raise FatalError("cannot work with amqp://bob:hunter2@db.internal/ " + "x" * 5000)
+
+
+@task("sleep")
+def sleep(ctx: Any, job: dict[str, Any]) -> None:
+    time.sleep(job["seconds"])
+    _count(ctx, job)
+
+
+@task("poison")
+def poison(ctx: Any, job: dict[str, Any]) -> None:
+    _redis.hincrby(f"{job['key']}:runs", ctx.job_id, 1)
+    os._exit(1)

@@ -1,0 +1,62 @@
+"""The ``x-tq-*`` headers a dead-lettered message carries (INTERFACE.md), built without a broker.
+
+``x-tq-error`` is what an on-call engineer reads first, so it is the exception's class and message, masked
+(task errors love to quote connection strings) and cut to 2 KiB on a character boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from tqadmin.masking import mask_text
+from tqadmin.plugin.models import (
+    HEADER_ATTEMPTS,
+    HEADER_DEAD_LETTERED_AT,
+    HEADER_ERROR,
+    HEADER_FIRST_SEEN,
+    HEADER_ORIGINAL_QUEUE,
+    HEADER_REASON,
+)
+
+MAX_ERROR_BYTES = 2048
+
+
+def iso_utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Class: message``, secrets masked, at most :data:`MAX_ERROR_BYTES` bytes of UTF-8."""
+    return clip_error(f"{type(exc).__name__}: {exc}")
+
+
+def clip_error(text: str) -> str:
+    """Mask secrets in ``text`` and cut it to at most :data:`MAX_ERROR_BYTES` bytes of UTF-8."""
+    text = mask_text(text)
+    raw = text.encode("utf-8")
+    if len(raw) <= MAX_ERROR_BYTES:
+        return text
+    return raw[: MAX_ERROR_BYTES - 3].decode("utf-8", errors="ignore") + "..."
+
+
+def first_seen(headers: Mapping[str, Any], now_s: float) -> str:
+    """When a worker first saw this job: carried along retries in a header, else now."""
+    seen = headers.get(HEADER_FIRST_SEEN)
+    if isinstance(seen, bytes):
+        seen = seen.decode("utf-8", errors="replace")
+    return seen if isinstance(seen, str) and seen else iso_utc(now_s)
+
+
+def dead_letter_headers(
+    *, reason: str, error: str, attempts: int, queue: str, headers: Mapping[str, Any], now_s: float
+) -> dict[str, Any]:
+    return {
+        HEADER_REASON: reason,
+        HEADER_ERROR: error,
+        HEADER_ATTEMPTS: attempts,
+        HEADER_ORIGINAL_QUEUE: queue,
+        HEADER_FIRST_SEEN: first_seen(headers, now_s),
+        HEADER_DEAD_LETTERED_AT: iso_utc(now_s),
+    }

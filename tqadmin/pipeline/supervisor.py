@@ -1,0 +1,97 @@
+"""Run the worker in a child process and start a new one when it dies, as Celery's and Dramatiq's
+process pools do: a task that calls ``os._exit`` or is killed by the OOM killer takes down its process, not
+the worker the operator started.
+
+The child says how it meant to exit through a pipe before it exits; a child that dies without saying so
+crashed and is restarted with exponential backoff and full jitter (so a job that kills every worker does not
+make them restart in lock step). The jobs it held are redelivered by the broker, and the completion store
+counts the crash against the job it had claimed, which is how a poison job ends as ``crash_loop``. A second
+pipe lets the child notice its supervisor died (SIGKILL) and exit rather than live on as an orphan.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+log = logging.getLogger("tqadmin.worker")
+
+STABLE_S = 10.0  # a child that lived this long resets the restart backoff
+RESTART_BASE_S = 0.1
+RESTART_CAP_S = 5.0
+ORPHAN_EXIT = 70
+
+
+def supervise(target: Callable[[], int]) -> int:
+    """Run ``target`` in a forked child until it returns; restart it whenever it dies instead.
+
+    SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
+    returned.
+    """
+    fork = multiprocessing.get_context("fork")
+    stopping = threading.Event()
+    child: list[multiprocessing.process.BaseProcess] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        stopping.set()
+        if child and child[0].pid is not None:
+            os.kill(child[0].pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    attempt = 0
+    try:
+        while True:
+            status_r, status_w = os.pipe()
+            life_r, life_w = os.pipe()
+            process = fork.Process(target=_child, args=(target, status_w, life_r, life_w), name="tq-worker")
+            child[:] = [process]
+            started = time.monotonic()
+            process.start()
+            os.close(status_w)
+            os.close(life_r)
+            process.join()
+            said = os.read(status_r, 1)
+            os.close(status_r)
+            os.close(life_w)
+            if said:
+                return said[0]
+            if stopping.is_set():
+                return 1
+            attempt = 0 if time.monotonic() - started > STABLE_S else attempt + 1
+            delay = random.uniform(0, min(RESTART_CAP_S, RESTART_BASE_S * 2**attempt))
+            log.warning(
+                "worker process %s died (exit %s); starting a new one in %.2f s",
+                process.pid,
+                process.exitcode,
+                delay,
+            )
+            if stopping.wait(delay):
+                return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _child(target: Callable[[], int], status_w: int, life_r: int, life_w: int) -> None:
+    os.close(life_w)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+    threading.Thread(target=_exit_when_orphaned, args=(life_r,), daemon=True).start()
+    code = 1
+    try:
+        code = target()
+    finally:
+        os.write(status_w, bytes([code & 0xFF]))
+    os._exit(code)  # do not wait for job threads stuck in a timed-out run
+
+
+def _exit_when_orphaned(life_r: int) -> None:
+    os.read(life_r, 1)  # returns (empty) only when every write end is closed: the supervisor is gone
+    os._exit(ORPHAN_EXIT)

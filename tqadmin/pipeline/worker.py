@@ -1,0 +1,380 @@
+"""The reference worker: one consumer, ``concurrency`` job threads, and a monitor for leases and heartbeats.
+
+Threads and who does what:
+
+- the calling (main) thread runs the transport's I/O loop, so AMQP heartbeats are served however long a job
+  runs; it only hands deliveries to the job threads through an in-process queue;
+- ``concurrency`` job threads decode, claim, run the task, and settle the delivery (ack, retry-later or
+  dead-letter, each confirmed before the original is acked; see :mod:`tqadmin.plugin.transport`);
+- one monitor thread renews the claims' leases, times runs out, and writes heartbeats with telemetry.
+
+A run past ``--job-timeout`` cannot be stopped (Python cannot kill a thread), so it is abandoned: its claim is
+released, which bumps it out of the fencing check so the late run can never commit, the job is handled as a
+failed run, and a fresh thread takes the abandoned thread's place.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import queue
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tqadmin.errors import TqadminError
+from tqadmin.masking import mask_text
+from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
+from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job
+from tqadmin.pipeline.retry import DeadLetter, DelayTiers, Failure, Retry, RetryPolicy
+from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
+from tqadmin.plugin.models import HEADER_FIRST_SEEN
+from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound
+from tqadmin.store.base import Claim, ClaimState, StateStore
+from tqadmin.telemetry.counters import Telemetry
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+
+log = logging.getLogger("tqadmin.worker")
+
+MALFORMED = "(malformed)"
+STORE_RETRY_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    queue: str
+    concurrency: int = 4
+    prefetch: int = 0  # 0: 8 x concurrency
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    job_timeout_s: float | None = 300.0
+    lease_s: float = 30.0
+    max_payload_bytes: int = DEFAULT_MAX_BYTES
+    dedup: bool = True
+    heartbeat_s: float = 2.0
+
+    @property
+    def effective_prefetch(self) -> int:
+        return self.prefetch or 8 * self.concurrency
+
+
+@dataclass(slots=True, eq=False)
+class _Run:
+    message: Inbound
+    job: Job
+    spec: TaskSpec
+    claim: Claim | None
+    attempt: int
+    started: float = field(default_factory=time.monotonic)
+    abandoned: bool = False
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        transport: BrokerTransport,
+        store: StateStore | None,
+        registry: TaskRegistry,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.transport = transport
+        self.store = store
+        self.registry = registry
+        self.rng = rng or random.Random()
+        self.telemetry = Telemetry()
+        self.tiers = DelayTiers.up_to(settings.policy.cap_s)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.started_at = time.time()
+        self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._running: dict[int, _Run] = {}  # thread ident -> its run
+        self._threads: list[threading.Thread] = []
+        self._zombies: set[int | None] = set()  # threads stuck in a timed-out run: never joined
+        self._stopping = threading.Event()
+        self._consumer: Consumer | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Declare, consume until :meth:`stop` has drained the in-flight jobs, then say goodbye."""
+        s = self.settings
+        self.transport.declare(s.queue, [t for t in self.tiers.tiers_s if t > 0])
+        self._consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch)
+        for _ in range(s.concurrency):
+            self._spawn(self._runner)
+        monitor = threading.Thread(target=self._monitor, name="tq-monitor", daemon=True)
+        monitor.start()
+        try:
+            self._consumer.run(self._on_message)
+        finally:
+            self._stopping.set()
+            monitor.join(timeout=5)
+            self._beat(final=True)
+
+    def stop(self) -> None:
+        """Stop fetching, let in-flight jobs finish, then end :meth:`run` (safe in a signal handler)."""
+        if self._stopping.is_set() or self._consumer is None:
+            self._stopping.set()
+            return
+        self._stopping.set()
+        self._consumer.stop()
+        threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
+
+    def _drain(self) -> None:
+        for _ in range(len(self._threads)):
+            self._inbox.put(None)
+        for thread in list(self._threads):
+            if thread.ident not in self._zombies:
+                thread.join()
+        self._release_unstarted()
+        assert self._consumer is not None
+        self._consumer.drained()
+
+    def _release_unstarted(self) -> None:
+        left: list[Inbound] = []
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                left.append(item)
+        if left and self._consumer is not None:
+            self._consumer.release(left)
+
+    def _spawn(self, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name="tq-job", daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+
+    # -- delivery ------------------------------------------------------------------------------------------
+
+    def _on_message(self, message: Inbound) -> None:
+        if self._stopping.is_set():
+            assert self._consumer is not None
+            self._consumer.release([message])
+        else:
+            self._inbox.put(message)
+
+    def _runner(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        while True:
+            message = self._inbox.get()
+            if message is None:
+                return
+            if self._stopping.is_set():
+                consumer.release([message])
+                continue
+            if not consumer.alive(message):
+                continue  # its channel died: the broker has already put it back
+            try:
+                abandoned = self._handle(consumer, message)
+            except Exception as exc:  # the store failed (or a bug): give the delivery back, try again soon
+                log.warning("could not handle a delivery: %s", mask_text(f"{type(exc).__name__}: {exc}"))
+                with self._lock:
+                    run = self._running.pop(threading.get_ident(), None)
+                abandoned = run is not None and run.abandoned
+                if not abandoned:
+                    consumer.release([message])
+                    self._stopping.wait(STORE_RETRY_S)
+            if abandoned:
+                return  # timed out: a replacement thread has taken this one's place
+
+    def _handle(self, consumer: Consumer, message: Inbound) -> bool:
+        """Settle one delivery; ``True`` when its run was abandoned (timed out) and this thread must end."""
+        q = self.settings.queue
+        try:
+            job = decode_job(message.body, max_bytes=self.settings.max_payload_bytes)
+        except MalformedJob as exc:
+            self._dead_letter(consumer, message, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
+            return False
+        spec = self.registry.get(job.task_type)
+        if spec is None:
+            known = ", ".join(self.registry.names())
+            error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
+            self._dead_letter(consumer, message, "unknown_task", error, job.retry_count, job.task_type)
+            return False
+        claim = None
+        if self.settings.dedup and self.store is not None:
+            claim = self.store.claim(job.id, self.worker_id, self.settings.lease_s)
+            if claim.state is ClaimState.DONE:
+                self.telemetry.deduplicated(q, job.task_type)
+                consumer.ack(message)
+                return False
+            if claim.state is ClaimState.HELD:  # another worker runs it now: look again when its lease ends
+                delay = self.tiers.tier_s_for(max(claim.retry_after_s, 0.1))
+                consumer.retry_later(message, message.body, delay)
+                return False
+            quarantine = self.settings.policy.before_run(claim.crashes)
+            if quarantine is not None:
+                error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
+                attempts = job.retry_count + claim.crashes
+                self._dead_letter(consumer, message, quarantine.reason, error, attempts, job.task_type)
+                self.store.release(claim, forget_crashes=True)
+                return False
+        run = _Run(message, job, spec, claim, job.retry_count + 1)
+        with self._lock:
+            self._running[threading.get_ident()] = run
+        return self._execute(consumer, run)
+
+    def _execute(self, consumer: Consumer, run: _Run) -> bool:
+        q, job = self.settings.queue, run.job
+        ctx = TaskContext(job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), q)
+        wait_s = time.time() - run.message.published_at if run.message.published_at else 0.0
+        self.telemetry.started(q, job.task_type, max(wait_s, 0.0))
+        failure: tuple[Failure, BaseException] | None = None
+        try:
+            run.spec.fn(ctx, job.to_dict())
+        except FatalError as exc:
+            failure = (Failure.FATAL, exc)
+        except Exception as exc:
+            failure = (Failure.TRANSIENT, exc)
+        run_s = time.monotonic() - run.started
+        with self._lock:
+            if run.abandoned:  # timed out: the monitor already settled it and released the claim
+                return True
+            del self._running[threading.get_ident()]
+        if failure is None:
+            try:
+                failure = self._commit(run, ctx)
+            except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
+                failure = (Failure.TRANSIENT, exc)
+        self.telemetry.finished(q, job.task_type, run_s, ok=failure is None)
+        if failure is None:
+            consumer.ack(run.message)
+        else:
+            self._after_failure(consumer, run, *failure)
+        return False
+
+    def _commit(self, run: _Run, ctx: TaskContext) -> tuple[Failure, BaseException] | None:
+        effect = ctx.combined_effect()
+        if run.claim is None:
+            if effect is None:
+                return None
+            return Failure.FATAL, RuntimeError("ctx.once needs the completion store: run without --no-dedup")
+        assert self.store is not None
+        if not self.store.complete(run.claim, effect):
+            # Our claim was superseded (the lease ran out and another delivery took the job): that run
+            # commits, ours must not; ack this copy, the other one carries the job.
+            log.warning("job %s: claim superseded, effect not committed by this run", run.job.id)
+        return None
+
+    def _after_failure(self, consumer: Consumer, run: _Run, kind: Failure, exc: BaseException) -> None:
+        q, job = self.settings.queue, run.job
+        decision = self.settings.policy.after_failure(run.attempt, kind, self.rng, run.spec.max_retries)
+        if run.claim is not None and self.store is not None:
+            self.store.release(run.claim, forget_crashes=isinstance(decision, DeadLetter))
+        if isinstance(decision, Retry):
+            delay = self.tiers.tier_s_for(decision.delay_s)
+            body = job.with_retry_count(run.attempt).encode()
+            seen = {HEADER_FIRST_SEEN: first_seen(run.message.headers, time.time())}
+            if consumer.retry_later(run.message, body, delay, seen):
+                self.telemetry.retried(q, job.task_type)
+            log.info("job %s attempt %d failed (%s); retry in %.2f s", job.id, run.attempt, exc, delay)
+        else:
+            self._dead_letter(
+                consumer, run.message, decision.reason, describe_error(exc), run.attempt, job.task_type
+            )
+
+    def _dead_letter(  # noqa: PLR0917 - every argument is a different header
+        self, consumer: Consumer, message: Inbound, reason: str, error: str, attempts: int, task_type: str
+    ) -> None:
+        headers = dead_letter_headers(
+            reason=reason,
+            error=clip_error(error),
+            attempts=attempts,
+            queue=self.settings.queue,
+            headers=message.headers,
+            now_s=time.time(),
+        )
+        if consumer.dead_letter(message, headers):
+            self.telemetry.dead_lettered(self.settings.queue, task_type)
+        log.warning("dead-lettered a %s job (%s): %s", task_type, reason, error[:200])
+
+    # -- monitor: timeouts, leases, heartbeats ---------------------------------------------------------------
+
+    def _monitor(self) -> None:
+        s = self.settings
+        tick = min(0.5, s.lease_s / 4, s.heartbeat_s)
+        next_renew = next_beat = 0.0
+        while not self._stopping.wait(tick) or self._busy():
+            now = time.monotonic()
+            self._time_out(now)
+            try:
+                if now >= next_renew:
+                    next_renew = now + s.lease_s / 3
+                    self._renew()
+                if now >= next_beat:
+                    next_beat = now + s.heartbeat_s
+                    self._beat()
+            except TqadminError as exc:
+                log.warning("state store: %s", exc)
+
+    def _busy(self) -> bool:
+        with self._lock:
+            return bool(self._running)
+
+    def _time_out(self, now: float) -> None:
+        limit = self.settings.job_timeout_s
+        if limit is None:
+            return
+        with self._lock:
+            late = [(i, r) for i, r in self._running.items() if not r.abandoned and now - r.started > limit]
+            for ident, run in late:
+                run.abandoned = True
+                self._zombies.add(ident)
+        for _, run in late:
+            self._spawn(functools.partial(self._settle_timeout, run))
+
+    def _settle_timeout(self, run: _Run) -> None:
+        """Handle a timed-out run as a failed one, then serve as the job thread it replaces."""
+        consumer = self._consumer
+        assert consumer is not None
+        limit = self.settings.job_timeout_s
+        self.telemetry.finished(
+            self.settings.queue, run.job.task_type, time.monotonic() - run.started, ok=False
+        )
+        try:
+            self._after_failure(
+                consumer, run, Failure.TIMEOUT, TimeoutError(f"the run took over {limit:g} s")
+            )
+        except TqadminError as exc:
+            log.warning("could not settle timed-out job %s: %s", run.job.id, exc)
+        self._runner()
+
+    def _renew(self) -> None:
+        if self.store is None:
+            return
+        with self._lock:
+            claims = [r.claim for r in self._running.values() if r.claim is not None and not r.abandoned]
+        for claim in claims:
+            if not self.store.renew(claim, self.settings.lease_s):
+                log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
+
+    def _beat(self, final: bool = False) -> None:
+        if self.store is None:
+            return
+        with self._lock:
+            current = tuple(r.job.id for r in self._running.values() if not r.abandoned)
+        snapshot = WorkerSnapshot(
+            worker_id=self.worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            queues=(self.settings.queue,),
+            started_at=self.started_at,
+            heartbeat_at=time.time(),
+            current_jobs=current,
+            stats=self.telemetry.read(),
+        )
+        try:
+            self.store.beat(snapshot, 0 if final else self.settings.heartbeat_s * 3)
+        except TqadminError as exc:
+            log.warning("could not write a heartbeat: %s", exc)
