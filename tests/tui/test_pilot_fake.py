@@ -403,7 +403,7 @@ async def test_the_profile_switcher_marks_read_only_and_production_and_switches(
         "TQADMIN_PROFILE": "staging",
         "TQADMIN_AUDIT_LOG": str(tmp_path / "a"),
     }
-    app = TqadminApp(admin_factory=lambda _s: fake, environ=env, refresh_s=3600)
+    app = TqadminApp(admin_factory=lambda _s: fake, environ=env, refresh_s=3600, telemetry=None, cron=None)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         assert app.settings.profile == "staging"
