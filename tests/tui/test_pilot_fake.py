@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from textual.widgets import DataTable, Input
 
-from tests.tui.conftest import screen_text, settled, text_of
+from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Message, QueueListing
@@ -195,9 +195,7 @@ async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fa
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        await pilot.press("slash", *"emails", "enter")
-        while table_names(app)[app.screen.query_one(QueueTable).cursor_row] != "emails":
-            await pilot.press("j")
+        await select_queue(pilot, "emails")
         count = len(fake.messages["emails"])
         await pilot.press("m", *"reports", "enter")
         await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
@@ -381,8 +379,7 @@ async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: Mak
         assert any(line.plain.startswith("[bold red]x[/] ") for line in lines)
         assert not any("\x1b" in line.plain for line in lines)
         assert "[bold&#160;red]x[/]" in app.export_screenshot()  # drawn as typed, not as red text
-        while table_names(app)[table.cursor_row] != hostile:
-            await pilot.press("j")
+        await select_queue(pilot, hostile, needle="")
         await pilot.press("enter")
         await settled(pilot, lambda: bool(getattr(app.screen, "peeked", ())))
         await pilot.press("enter")
