@@ -51,3 +51,18 @@ def text_of(widget: Any) -> str:
 
 def screen_text(app: Any) -> str:
     return "\n".join(text_of(w) for w in app.screen.query("Static"))
+
+
+async def select_queue(pilot: Pilot[Any], queue: str, needle: str | None = None) -> None:
+    """Filter the overview by ``needle`` (the queue's name by default; "" for none), then move the cursor
+    onto ``queue`` with ``j``, as a user would."""
+    from tqadmin.tui.widgets.queue_table import QueueTable
+
+    if needle != "":
+        await pilot.press("slash", *(needle or queue), "enter")
+    table = pilot.app.screen.query_one(QueueTable)
+    for _ in range(table.row_count):
+        if table.selected_queue() == queue:
+            return
+        await pilot.press("j")
+    assert table.selected_queue() == queue

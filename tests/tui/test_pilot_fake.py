@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from textual.widgets import DataTable, Input
 
-from tests.tui.conftest import SIZE, screen_text, settled, text_of
+from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Message, QueueListing
@@ -23,7 +23,8 @@ from tqadmin.tui.screens.inspector import InspectorScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.profiles import ProfilesScreen
 from tqadmin.tui.screens.queue_detail import QueueDetailScreen
-from tqadmin.tui.widgets.queue_table import QueueTable
+from tqadmin.tui.seeded import SIZE
+from tqadmin.tui.widgets.queue_table import QueueTable, row_text
 
 MakeApp = Callable[..., TqadminApp]
 pytestmark = pytest.mark.anyio
@@ -35,8 +36,7 @@ def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def table_names(app: TqadminApp) -> list[str]:
-    table = app.screen.query_one(QueueTable)
-    return [str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)]
+    return list(app.screen.query_one(QueueTable).order)
 
 
 def notifications(app: TqadminApp) -> list[str]:
@@ -195,9 +195,7 @@ async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fa
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        await pilot.press("slash", *"emails", "enter")
-        while table_names(app)[app.screen.query_one(QueueTable).cursor_row] != "emails":
-            await pilot.press("j")
+        await select_queue(pilot, "emails")
         count = len(fake.messages["emails"])
         await pilot.press("m", *"reports", "enter")
         await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
@@ -377,11 +375,11 @@ async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: Mak
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         table = app.screen.query_one(QueueTable)
-        cells = [table.get_cell_at((r, 0)).plain for r in range(table.row_count)]
-        assert "[bold red]x[/]" in cells
-        assert not any("\x1b" in c for c in cells)
-        while table_names(app)[table.cursor_row] != hostile:
-            await pilot.press("j")
+        lines = [row_text(app.board.stats[n], app.board, app.settings.thresholds) for n in table.order]
+        assert any(line.plain.startswith("[bold red]x[/] ") for line in lines)
+        assert not any("\x1b" in line.plain for line in lines)
+        assert "[bold&#160;red]x[/]" in app.export_screenshot()  # drawn as typed, not as red text
+        await select_queue(pilot, hostile, needle="")
         await pilot.press("enter")
         await settled(pilot, lambda: bool(getattr(app.screen, "peeked", ())))
         await pilot.press("enter")
@@ -402,7 +400,7 @@ async def test_the_profile_switcher_marks_read_only_and_production_and_switches(
         "TQADMIN_PROFILE": "staging",
         "TQADMIN_AUDIT_LOG": str(tmp_path / "a"),
     }
-    app = TqadminApp(admin_factory=lambda _s: fake, environ=env, refresh_s=3600)
+    app = TqadminApp(admin_factory=lambda _s: fake, environ=env, refresh_s=3600, telemetry=None, cron=None)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         assert app.settings.profile == "staging"

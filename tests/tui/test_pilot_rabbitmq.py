@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
 from tests.fakes.management_api import FakeManagementAPI, garbage, status
-from tests.tui.conftest import settled, text_of
+from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import QueueListing
@@ -111,11 +111,8 @@ async def test_on_rabbitmq_the_overview_finds_a_queue_and_peeks_it_with_its_cost
     app = rabbit_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: work in app.board.stats)
-        await pilot.press("slash", *work, "enter")
-        table = app.screen.query_one(QueueTable)
-        assert table.row_count == 2  # the queue and its .dlq
-        while table.selected_queue() != work:
-            await pilot.press("j")
+        await select_queue(pilot, work)
+        assert app.screen.query_one(QueueTable).row_count == 2  # the queue and its .dlq
         await pilot.press("enter")
         await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen) and bool(app.screen.peeked))
         assert "requeue" in text_of(app.screen.query_one("#peek-cost"))
@@ -131,10 +128,7 @@ async def test_on_rabbitmq_replay_from_the_keyboard_moves_dead_letters_home(
     app = rabbit_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: dlq in app.board.stats)
-        await pilot.press("slash", *work, "enter")
-        table = app.screen.query_one(QueueTable)
-        while table.selected_queue() != dlq:
-            await pilot.press("j")
+        await select_queue(pilot, dlq, needle=work)
         await pilot.press("R", "enter")
         await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
         assert app.screen.plan.matched == 3  # type: ignore[attr-defined]
@@ -154,18 +148,14 @@ async def test_on_rabbitmq_purge_needs_the_typed_name_and_read_only_sends_nothin
     read_only = rabbit_app(tmp_path, read_only=True)
     async with read_only.run_test(size=SIZE) as pilot:
         await showing(pilot, read_only, lambda: work in read_only.board.stats)
-        await pilot.press("slash", *work, "enter")
-        while read_only.screen.query_one(QueueTable).selected_queue() != work:
-            await pilot.press("j")
+        await select_queue(pilot, work)
         await pilot.press("X", "R", "m")
         assert isinstance(read_only.screen, OverviewScreen)
     assert depth(work) == 2
     app = rabbit_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: work in app.board.stats)
-        await pilot.press("slash", *work, "enter")
-        while app.screen.query_one(QueueTable).selected_queue() != work:
-            await pilot.press("j")
+        await select_queue(pilot, work)
         await pilot.press("X")
         await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
         await pilot.press(*work, "enter")

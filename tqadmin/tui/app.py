@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from textual import work
 from textual.app import App
@@ -33,11 +33,11 @@ from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
+from tqadmin.tui.sources import StoreCron, StoreTelemetry
 from tqadmin.tui.state import PollState
 from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
-SourceFactory = Callable[[Settings], Any]
 BACKOFF_CAP_S = 60.0
 
 
@@ -70,8 +70,8 @@ class TqadminApp(App[None]):
         *,
         settings: Settings | None = None,
         admin_factory: AdminFactory | None = None,
-        telemetry: TelemetrySource | None = None,
-        cron: CronSource | None = None,
+        telemetry: TelemetrySource | Literal["store"] | None = "store",
+        cron: CronSource | Literal["store"] | None = "store",
         refresh_s: float = 2.0,
         clock: Callable[[], float] = time.time,
         environ: Mapping[str, str] | None = None,
@@ -80,8 +80,10 @@ class TqadminApp(App[None]):
         self.environ = environ
         self.settings = settings or resolve(Overrides(profile=profile), environ)
         self.admin_factory = admin_factory or connect_admin
-        self.telemetry_source = telemetry
-        self.cron_source = cron
+        self._from_store = (telemetry == "store", cron == "store")
+        self.telemetry_source: TelemetrySource | None = None if telemetry == "store" else telemetry
+        self.cron_source: CronSource | None = None if cron == "store" else cron
+        self._open_store_sources()
         self.refresh_s = refresh_s
         self.clock = clock
         self.board = QueueBoard()
@@ -97,6 +99,14 @@ class TqadminApp(App[None]):
         self._generation = 0
         self._polling = False
         self._timer: Timer | None = None
+
+    def _open_store_sources(self) -> None:
+        """Telemetry and cron from the configured state store, unless the caller gave its own (or None)."""
+        s = self.settings
+        if self._from_store[0]:
+            self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s)
+        if self._from_store[1]:
+            self.cron_source = StoreCron(s.store_url, s.timeout_s)
 
     def _fresh_state(self) -> PollState:
         s = self.settings
@@ -205,6 +215,7 @@ class TqadminApp(App[None]):
         self._generation += 1
         self._drop_admin()
         self.settings = settings
+        self._open_store_sources()
         self.board = QueueBoard()
         self.poll_state = self._fresh_state()
         self.queues_changed.publish(None)

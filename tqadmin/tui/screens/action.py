@@ -27,6 +27,7 @@ from tqadmin.tui.text import clean
 if TYPE_CHECKING:
     from tqadmin.tui.app import TqadminApp
 
+PAST = {"replay": "replayed", "move": "moved", "purge": "purged", "export": "exported"}
 PROMPTS = {
     "move": "move to queue:",
     "export": "export to file (JSONL):",
@@ -121,9 +122,8 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         where = f" to {clean(self.request.target)}" if self.request.target else ""
         text = Text("dry run: ", style="bold")
         text.append(f"{event.report.matched} messages", style="bold yellow")
-        text.append(
-            f" would be {self.request.action}d from {clean(self.request.source)}{where}; nothing changed yet."
-        )
+        past = PAST[self.request.action]
+        text.append(f" would be {past} from {clean(self.request.source)}{where}; nothing changed yet.")
         self.query_one("#plan", Static).update(text)
         if event.report.matched == 0:
             self.query_one("#action-hint", Static).update(Text("nothing to do · Esc closes", style="dim"))

@@ -7,12 +7,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from tqadmin.tui.model import BoardDelta
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.widgets.banner import Banner
-from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable
+from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
 from tqadmin.tui.widgets.telemetry import TelemetryPanel
 
 
@@ -28,6 +28,7 @@ class OverviewScreen(QueueScreen):
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
         yield Static(id="table-status")
+        yield Static(id="queue-header")
         yield QueueTable(id="queues")
         yield Input(placeholder="filter queues by name (Enter to apply, Esc to clear)", id="filter")
         yield TelemetryPanel(id="telemetry")
@@ -45,14 +46,15 @@ class OverviewScreen(QueueScreen):
     def table(self) -> QueueTable:
         return self.query_one(QueueTable)
 
-    def show_queues(self, delta: BoardDelta | None) -> None:
+    def show_queues(self, _delta: BoardDelta | None = None) -> None:
         table = self.table
-        table.sync(self.tq.board, delta, self.tq.settings.thresholds)
+        table.sync(self.tq.board, self.tq.settings.thresholds)
         table.set_class(self.tq.poll_state.stale, "stale")
         self.show_status()
 
     def show_status(self) -> None:
         table = self.table
+        self.query_one("#queue-header", Static).update(header_text(table.sort_column, table.sort_reverse))
         label = next(c.label for c in COLUMNS if c.key == table.sort_column)
         arrow = "↓" if table.sort_reverse else "↑"
         text = Text(
@@ -71,11 +73,10 @@ class OverviewScreen(QueueScreen):
     def selected_queue(self) -> str | None:
         return self.table.selected_queue()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_queue_table_selected(self, event: QueueTable.Selected) -> None:
         from tqadmin.tui.screens.queue_detail import QueueDetailScreen
 
-        if event.row_key.value is not None:
-            self.app.push_screen(QueueDetailScreen(event.row_key.value))
+        self.app.push_screen(QueueDetailScreen(event.queue))
 
     def action_sort(self) -> None:
         self.table.cycle_sort()
@@ -96,8 +97,7 @@ class OverviewScreen(QueueScreen):
         self.table.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if len(self.tq.board.stats) <= 2000:  # live filtering while typing, when rebuilding is cheap
-            self._apply_filter(event.value)
+        self._apply_filter(event.value)
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -110,5 +110,5 @@ class OverviewScreen(QueueScreen):
         table = self.table
         if table.needle != needle.strip():
             table.needle = needle.strip()
-            table.sync(self.tq.board, None, self.tq.settings.thresholds)
+            table.sync(self.tq.board, self.tq.settings.thresholds)
             self.show_status()
