@@ -1,12 +1,11 @@
-"""The dashboard's telemetry during a demo: only this run's workers, histograms on shared bounds."""
+"""The dashboard's telemetry during a demo: only this run's workers."""
 
 from typing import Any
 
 from tqadmin.demo.layout import plan
-from tqadmin.demo.live import BOUNDS_S, DemoTelemetry, regroup
+from tqadmin.demo.live import DemoTelemetry
 from tqadmin.store.base import Reading, WorkerHistory, WorkerRecord
 from tqadmin.telemetry.counters import TaskStats
-from tqadmin.telemetry.histogram import Histogram
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 STARTED = 1000.0
@@ -46,13 +45,3 @@ def test_the_panel_shows_this_demos_workers_only() -> None:
     assert (task_type.name, task_type.done, task_type.failed) == ("resize_image", 7, 1)
     assert task_type.run.p50 is not None and task_type.run.buckets
     assert 0 < view.failure_rate < 1
-
-
-def test_latencies_are_regrouped_on_bounds_every_task_type_shares() -> None:
-    histogram = Histogram()
-    for value in (0.0, 0.0015, 0.0015, 0.3, 500.0):
-        histogram.record(value)
-    buckets = dict(regroup(histogram))
-    assert tuple(buckets) == BOUNDS_S
-    assert buckets[0.001] == 1 and buckets[0.002] == 2 and buckets[0.5] == 1 and buckets[60.0] == 1
-    assert regroup(Histogram()) == ()

@@ -2,8 +2,7 @@
 
 The state store may hold workers of earlier demos and of other deployments; the panel shows the workers this
 demo started (after it began, on its queues), so the figures on screen are the ones its summary will add up.
-Latency histograms are regrouped from the telemetry's fine logarithmic buckets into a few fixed bounds shared
-by every task type, which is what the panel's bar chart draws side by side.
+It is the TUI's own store telemetry (:class:`tqadmin.tui.sources.StoreTelemetry`) narrowed to this demo.
 """
 
 from __future__ import annotations
@@ -13,12 +12,9 @@ from collections.abc import Callable
 
 from tqadmin.demo.layout import Layout
 from tqadmin.store.base import StateStore
-from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.window import WindowStats, window_stats
-from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView, WorkerView
-
-# Upper bounds in seconds; anything slower than the last is counted in it.
-BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+from tqadmin.tui.sources import latency
+from tqadmin.tui.views import TaskTypeView, TelemetryView, WorkerView
 
 
 class DemoTelemetry:
@@ -52,7 +48,7 @@ class DemoTelemetry:
             {key: stats for key, stats in merged.by_key.items() if self._layout.owns(key[0])},
         )
         task_types = tuple(
-            TaskTypeView(name, stats.done, stats.failed, _latency(stats.wait), _latency(stats.run))
+            TaskTypeView(name, stats.done, stats.failed, latency(stats.wait), latency(stats.run))
             for name, stats in sorted(window.task_types.items())
         )
         workers = tuple(
@@ -75,20 +71,3 @@ class DemoTelemetry:
             task_types=task_types,
             workers=workers,
         )
-
-
-def _latency(histogram: Histogram) -> Latency:
-    percentiles = histogram.percentiles()
-    return Latency(percentiles["p50"], percentiles["p95"], percentiles["p99"], regroup(histogram))
-
-
-def regroup(histogram: Histogram) -> tuple[tuple[float, int], ...]:
-    """Counts per fixed upper bound (seconds); empty when nothing was recorded."""
-    if not histogram.count:
-        return ()
-    counts = [0] * len(BOUNDS_S)
-    counts[0] += histogram.zero
-    for index, n in histogram.buckets.items():
-        value = estimate_of(index)
-        counts[next((i for i, bound in enumerate(BOUNDS_S) if value <= bound), len(BOUNDS_S) - 1)] += n
-    return tuple(zip(BOUNDS_S, counts, strict=True))
