@@ -230,7 +230,9 @@ class Demo:
             self.hurry.wait(POLL_S)
             left = published - _finished(self.wiring.telemetry(self.layout))
         if left > 0:
-            return [f"{left} message(s) were not finished when the workers were stopped"]
+            return [
+                f"the workers were stopped with {left} message(s) unfinished (drain skipped or past --drain)"
+            ]
         return []
 
 
