@@ -1,5 +1,7 @@
 """`tqadmin demo` refuses what it cannot do before starting anything."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +31,13 @@ def test_bad_options_are_usage_errors(isolated_env: Path, argv: list[str]) -> No
     with pytest.raises(SystemExit) as info:
         main(["demo", "--no-ui", *argv])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("module", ["tqadmin.commands.demo", "tqadmin.demo.tasks", "tqadmin.demo.wiring"])
+def test_the_headless_demo_and_its_task_module_import_no_textual_and_no_driver(module: str) -> None:
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        "print(','.join(m for m in ('textual', 'pika', 'redis', 'httpx') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == ""
