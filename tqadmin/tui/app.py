@@ -102,11 +102,17 @@ class TqadminApp(App[None]):
 
     def _open_store_sources(self) -> None:
         """Telemetry and cron from the configured state store, unless the caller gave its own (or None)."""
+        self._close_store_sources()
         s = self.settings
         if self._from_store[0]:
             self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s)
         if self._from_store[1]:
             self.cron_source = StoreCron(s.store_url, s.timeout_s)
+
+    def _close_store_sources(self) -> None:
+        for source in (self.telemetry_source, self.cron_source):
+            if isinstance(source, StoreTelemetry | StoreCron):
+                source.close()
 
     def _fresh_state(self) -> PollState:
         s = self.settings
@@ -258,6 +264,7 @@ class TqadminApp(App[None]):
 
     def on_unmount(self) -> None:
         self._drop_admin()
+        self._close_store_sources()
 
 
 def default_target(request: actions.ActionRequest) -> str:
