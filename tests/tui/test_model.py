@@ -18,15 +18,12 @@ def listing(*depths: tuple[str, int]) -> QueueListing:
     return QueueListing(tuple(QueueStats(n, d, d, 0, 1) for n, d in depths))
 
 
-def test_the_board_reports_added_changed_and_removed_queues() -> None:
+def test_the_board_forgets_queues_the_broker_no_longer_lists() -> None:
     board = QueueBoard()
-    first = board.apply(listing(("a", 1), ("b", 2)))
-    assert first.added == ("a", "b")
-    delta = board.apply(listing(("a", 5), ("c", 0)))
-    assert delta.added == ("c",)
-    assert delta.changed == ("a",)
-    assert delta.removed == ("b",)
-    assert set(board.history) == {"a", "c"}
+    board.apply(listing(("a", 1), ("b", 2)))
+    board.apply(listing(("a", 5), ("c", 0)))
+    assert set(board.stats) == set(board.history) == {"a", "c"}
+    assert list(board.history["a"]) == [1, 5]
 
 
 def test_depth_history_is_bounded_however_long_it_runs() -> None:

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Input
 from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.capabilities import Capabilities, Operation
-from tqadmin.plugin.models import Message, QueueListing
+from tqadmin.plugin.models import Alarm, Message, QueueListing
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin
 from tqadmin.tui.screens.action import ActionScreen
@@ -282,6 +282,29 @@ class NoPurgeAdmin(FakeAdmin):
         supported=FAKE_CAPABILITIES.supported - {Operation.PURGE},
         reasons=((Operation.PURGE, "this queue type cannot be purged"),),
     )
+
+
+async def test_purge_and_export_refuse_a_dead_letter_group_and_say_why(
+    make_app: MakeApp, fake: FakeAdmin
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("d")
+        await settled(pilot, lambda: bool(app.screen.groups))  # type: ignore[attr-defined]
+        await pilot.press("tab", "X", "e")
+        assert not isinstance(app.screen, ActionScreen)
+        assert sum("whole queue" in n for n in notifications(app)) == 2
+    assert fake.writes == []
+
+
+async def test_node_alarms_show_in_the_banner(make_app: MakeApp, fake: FakeAdmin) -> None:
+    fake.alarms = (Alarm("rabbit@node-1", "memory", "memory high watermark reached"),)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, lambda: bool(app.poll_state.alarms))
+        banner = text_of(app.screen.query_one("#banner"))
+        assert "ALARM memory on rabbit@node-1" in banner and "watermark" in banner
 
 
 async def test_an_action_the_broker_lacks_is_refused_with_its_reason(make_app: MakeApp) -> None:

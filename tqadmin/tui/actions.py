@@ -25,6 +25,7 @@ from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import ActionReport, Message
 
 WRITES = frozenset({"replay", "move", "purge"})
+WHOLE_QUEUE = frozenset({"purge", "export"})
 NO_ORIGIN = "no x-tq-original-queue header and no target queue given"
 Progress = Callable[[int, int | None], None]
 
@@ -48,6 +49,8 @@ def refusal(request: ActionRequest, settings: Settings, capabilities: Capabiliti
     if request.action in WRITES and settings.read_only:
         profile = f"profile {settings.profile!r}" if settings.profile else "this session"
         return f"{request.action} is disabled: {profile} is read-only"
+    if request.filter and request.action in WHOLE_QUEUE:
+        return f"{request.action} applies to a whole queue, not a group: Tab back to the queue list first"
     operation = Operation(request.action)
     if not capabilities.supports(operation):
         return f"{request.action} is disabled: {capabilities.why_not(operation)}"
@@ -131,8 +134,6 @@ def plan(admin: BrokerAdmin, request: ActionRequest) -> ActionReport:
         if outcome.error is not None:
             raise outcome.error
         return outcome.report
-    if request.filter:
-        raise UsageError(f"{request.action} applies to the whole queue, not to a filtered group")
     with admin.open_transfer(request.source) as session:
         count = session.count_at_start()
     return ActionReport(request.action, request.source, request.target, matched=count, dry_run=True)

@@ -28,7 +28,7 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
-from tqadmin.tui.model import BoardDelta, QueueBoard, backoff_delay
+from tqadmin.tui.model import QueueBoard, backoff_delay
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
@@ -93,7 +93,7 @@ class TqadminApp(App[None]):
         self.cron: CronView | None = None
         self.cron_error: str | None = None
         self.capabilities: Capabilities | None = None
-        self.queues_changed: Signal[BoardDelta | None] = Signal(self, "queues-changed")
+        self.queues_changed: Signal[None] = Signal(self, "queues-changed")
         self.side_changed: Signal[None] = Signal(self, "side-changed")
         self._admin: BrokerAdmin | None = None
         self._generation = 0
@@ -102,11 +102,17 @@ class TqadminApp(App[None]):
 
     def _open_store_sources(self) -> None:
         """Telemetry and cron from the configured state store, unless the caller gave its own (or None)."""
+        self._close_store_sources()
         s = self.settings
         if self._from_store[0]:
             self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s)
         if self._from_store[1]:
             self.cron_source = StoreCron(s.store_url, s.timeout_s)
+
+    def _close_store_sources(self) -> None:
+        for source in (self.telemetry_source, self.cron_source):
+            if isinstance(source, StoreTelemetry | StoreCron):
+                source.close()
 
     def _fresh_state(self) -> PollState:
         s = self.settings
@@ -167,10 +173,9 @@ class TqadminApp(App[None]):
     def on_queues_polled(self, event: QueuesPolled) -> None:
         if event.generation != self._generation:
             return
-        first = not self.board.stats
-        delta = self.board.apply(event.listing)
+        self.board.apply(event.listing)
         self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms)
-        self.queues_changed.publish(None if first else delta)
+        self.queues_changed.publish(None)
         self._schedule(self.refresh_s)
 
     def on_poll_failed(self, event: PollFailed) -> None:
@@ -178,7 +183,7 @@ class TqadminApp(App[None]):
             return
         delay = backoff_delay(self.poll_state.failures + 1, self.refresh_s, BACKOFF_CAP_S)
         self.poll_state = self.poll_state.failed(event.error, delay)
-        self.queues_changed.publish(BoardDelta())
+        self.queues_changed.publish(None)
         self._schedule(delay)
 
     def on_side_polled(self, event: SidePolled) -> None:
@@ -258,6 +263,7 @@ class TqadminApp(App[None]):
 
     def on_unmount(self) -> None:
         self._drop_admin()
+        self._close_store_sources()
 
 
 def default_target(request: actions.ActionRequest) -> str:

@@ -18,15 +18,6 @@ HISTORY_LEN = 30
 _BARS = "▁▂▃▄▅▆▇█"
 
 
-@dataclass(frozen=True, slots=True)
-class BoardDelta:
-    """Which queues a poll added, changed or removed: the table updates only these rows."""
-
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-
-
 @dataclass(slots=True)
 class QueueBoard:
     """The latest figures of every queue plus a bounded depth history per queue."""
@@ -37,29 +28,19 @@ class QueueBoard:
     alarms: tuple[Alarm, ...] = ()
     broker: str = ""
 
-    def apply(self, listing: QueueListing) -> BoardDelta:
-        """Fold one poll in; returns what changed so a view can update incrementally."""
-        seen = set()
-        added: list[str] = []
-        changed: list[str] = []
+    def apply(self, listing: QueueListing) -> None:
+        """Fold one poll in; queues the broker no longer lists are forgotten with their history."""
+        stats = {queue.name: queue for queue in listing.queues}
+        for name in [n for n in self.stats if n not in stats]:
+            del self.history[name]
         for queue in listing.queues:
-            seen.add(queue.name)
-            previous = self.stats.get(queue.name)
             ring = self.history.get(queue.name)
             if ring is None:
                 ring = self.history[queue.name] = deque(maxlen=self.history_len)
-                added.append(queue.name)
             ring.append(queue.messages)
-            if previous is not None and (previous != queue or len(set(ring)) > 1):
-                changed.append(queue.name)
-            self.stats[queue.name] = queue
-        removed = tuple(name for name in self.stats if name not in seen)
-        for name in removed:
-            del self.stats[name]
-            del self.history[name]
+        self.stats = stats
         self.alarms = listing.alarms
         self.broker = listing.broker
-        return BoardDelta(tuple(added), tuple(changed), removed)
 
 
 def sparkline(values: Iterable[int], width: int = 12) -> str:

@@ -37,15 +37,19 @@ class Lazy(Generic[C]):
         self._connect = connect
         self._value: C | None = None
 
+    def close(self) -> None:
+        value, self._value = self._value, None
+        if value is not None:
+            with contextlib.suppress(Exception):
+                value.close()
+
     def use(self, read: Callable[[C], R]) -> R:
         if self._value is None:
             self._value = self._connect()
         try:
             return read(self._value)
         except Exception:
-            value, self._value = self._value, None
-            with contextlib.suppress(Exception):
-                value.close()
+            self.close()
             raise
 
 
@@ -76,6 +80,9 @@ class StoreTelemetry:
 
     def read(self) -> TelemetryView:
         return self._store.use(self._read)
+
+    def close(self) -> None:
+        self._store.close()
 
     def _read(self, store: StateStore) -> TelemetryView:
         now, histories = store.history(self.window_s)
@@ -113,6 +120,9 @@ class StoreCron:
 
     def read(self) -> CronView:
         return self._store.use(self._read)
+
+    def close(self) -> None:
+        self._store.close()
 
     def _read(self, store: CronStore) -> CronView:
         status = read_status(store)

@@ -28,7 +28,7 @@ class DashboardScreen(Screen[None]):
         return cast("TqadminApp", self.app)
 
     def on_mount(self) -> None:
-        self.tq.queues_changed.subscribe(self, lambda _delta: self.refresh_banner())
+        self.tq.queues_changed.subscribe(self, lambda _: self.refresh_banner())
         self.refresh_banner()
 
     def refresh_banner(self) -> None:

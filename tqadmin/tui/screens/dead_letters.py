@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.grouping import DeadGroup, group_dead_letters
-from tqadmin.tui.model import BoardDelta, human_count
+from tqadmin.tui.model import human_count
 from tqadmin.tui.peeking import peek
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
@@ -61,9 +61,9 @@ class DeadLettersScreen(QueueScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.tq.queues_changed.subscribe(self, self.show_dlqs)
-        self.show_dlqs(None)
+        self.show_dlqs()
 
-    def show_dlqs(self, _delta: BoardDelta | None) -> None:
+    def show_dlqs(self, _: None = None) -> None:
         table = self.query_one("#dlqs", DataTable)
         stats = self.tq.board.stats
         names = dead_letter_queues(dict(stats))

@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
-from tqadmin.tui.model import BoardDelta
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
@@ -39,14 +38,14 @@ class OverviewScreen(QueueScreen):
         self.query_one("#filter", Input).display = False
         self.tq.queues_changed.subscribe(self, self.show_queues)
         self.tq.side_changed.subscribe(self, lambda _none: self.show_telemetry())
-        self.show_queues(None)
+        self.show_queues()
         self.show_telemetry()
 
     @property
     def table(self) -> QueueTable:
         return self.query_one(QueueTable)
 
-    def show_queues(self, _delta: BoardDelta | None = None) -> None:
+    def show_queues(self, _: None = None) -> None:
         table = self.table
         table.sync(self.tq.board, self.tq.settings.thresholds)
         table.set_class(self.tq.poll_state.stale, "stale")

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
-from tqadmin.tui.model import BoardDelta, human_count, human_duration, human_rate
+from tqadmin.tui.model import human_count, human_duration, human_rate
 from tqadmin.tui.peeking import peek
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
@@ -59,10 +59,10 @@ class QueueDetailScreen(QueueScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.tq.queues_changed.subscribe(self, self.show_figures)
-        self.show_figures(None)
+        self.show_figures()
         self.action_peek()
 
-    def show_figures(self, _delta: BoardDelta | None) -> None:
+    def show_figures(self, _: None = None) -> None:
         stats = self.tq.board.stats.get(self.queue)
         text = Text(end="")
         text.append(" queue ")
