@@ -116,11 +116,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 summary = demo.finish()
     else:
         from tqadmin.demo.dashboard import run_with_dashboard
+        from tqadmin.demo.focus import focused_factory
+        from tqadmin.tui.connect import connect_admin
 
+        telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
+        admin_factory = focused_factory(connect_admin, layout)
         with stop_on_signals(demo):
-            telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
             summary = run_with_dashboard(
-                demo, lambda: app_class(settings=settings, telemetry=telemetry), args.duration
+                demo,
+                lambda: app_class(settings=settings, telemetry=telemetry, admin_factory=admin_factory),
+                args.duration,
             )
     ctx.emit(summary.to_json(), summary.render)
     return int(ExitCode.OK)
