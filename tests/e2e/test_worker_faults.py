@@ -90,10 +90,12 @@ def test_sigterm_finishes_the_running_job_returns_the_prefetched_one_and_exits_0
     )
     worker = pipeline.start("--concurrency", "1", "--prefetch", "2")
     pipeline.wait_for(lambda: pipeline.claimed("slow"), 30, "the slow job to start")
+    pipeline.wait_for(lambda: "slow" in pipeline.current_jobs(), 10, "a heartbeat naming the current job")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=30) == 0
     assert pipeline.effects() == {"slow": 1}
     assert pipeline.depth() == 1  # "next" was prefetched, never started, and given back
+    assert "slow" not in pipeline.current_jobs()  # its last heartbeat said goodbye
 
 
 def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(
@@ -123,3 +125,16 @@ def test_a_job_that_kills_its_worker_is_quarantined_as_crash_loop_and_its_neighb
     assert pipeline.effects() == dict.fromkeys(innocents, 1)
     assert pipeline.runs()["poison"] == 3
     assert worker.poll() is None  # the supervisor kept the worker alive through the crashes
+
+
+def test_a_task_module_that_cannot_be_imported_is_exit_2(pipeline: Pipeline) -> None:
+    worker = pipeline.start_with_tasks("no_such_module_anywhere")
+    assert worker.wait(timeout=30) == 2
+    assert "cannot import task module" in pipeline.log_text()
+
+
+def test_a_refused_login_is_exit_3_with_the_password_masked(pipeline: Pipeline) -> None:
+    worker = pipeline.start(broker="amqp://guest:wrong-secret@127.0.0.1:5672/%2F")
+    assert worker.wait(timeout=30) == 3
+    log = pipeline.log_text()
+    assert "refused the login" in log and "wrong-secret" not in log

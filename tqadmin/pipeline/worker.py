@@ -117,7 +117,8 @@ class Worker:
         monitor = threading.Thread(target=self._monitor, name="tq-monitor", daemon=True)
         monitor.start()
         try:
-            self._consumer.run(self._on_message)
+            if not self._stopping.is_set():  # a SIGTERM during start-up ends it here
+                self._consumer.run(self._on_message)
         finally:
             self._stopping.set()
             monitor.join(timeout=5)
@@ -125,12 +126,11 @@ class Worker:
 
     def stop(self) -> None:
         """Stop fetching, let in-flight jobs finish, then end :meth:`run` (safe in a signal handler)."""
-        if self._stopping.is_set() or self._consumer is None:
-            self._stopping.set()
-            return
+        first = not self._stopping.is_set()
         self._stopping.set()
-        self._consumer.stop()
-        threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
+        if first and self._consumer is not None:
+            self._consumer.stop()
+            threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
 
     def _drain(self) -> None:
         for _ in range(len(self._threads)):
