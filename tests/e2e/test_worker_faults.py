@@ -8,6 +8,7 @@ import signal
 import statistics
 
 import pytest
+from amqp_proxy import AmqpProxy
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
@@ -138,3 +139,21 @@ def test_a_refused_login_is_exit_3_with_the_password_masked(pipeline: Pipeline) 
     assert worker.wait(timeout=30) == 3
     log = pipeline.log_text()
     assert "refused the login" in log and "wrong-secret" not in log
+
+
+def test_a_worker_whose_connection_drops_reconnects_and_every_effect_happens_once(pipeline: Pipeline) -> None:
+    proxy = AmqpProxy()
+    try:
+        ids = pipeline.publish([{"task_type": "count", "id": f"d{i}", "work_s": 0.01} for i in range(300)])
+        pipeline.start("--concurrency", "4", "--lease", "2", broker=proxy.url())
+        for done_before_drop in (50, 150):
+            pipeline.wait_for(
+                lambda n=done_before_drop: len(pipeline.effects()) >= n, 60, f"{done_before_drop} jobs"
+            )
+            proxy.drop_all()
+        pipeline.wait_for(lambda: len(pipeline.effects()) == 300, 60, "every job after the drops")
+        assert pipeline.effects() == dict.fromkeys(ids, 1)
+        assert proxy.connections >= 3  # declare, first consumer, at least one reconnect
+        assert "reconnecting" in pipeline.log_text()
+    finally:
+        proxy.close()
