@@ -176,3 +176,11 @@ def test_a_blocked_connection_ends_with_exit_3_after_the_timeout_never_a_hang(
     assert "blocks publishers" in capsys.readouterr().err
     document = json.loads(report.read_text())
     assert document["confirmed"] == 0 and document["unknown"] + document["failed"] == 10
+
+
+def test_a_paced_publish_still_confirms_every_job(queue: str, tmp_path: Path, isolated_env: Path) -> None:
+    ids = write_jobs(tmp_path / "jobs.jsonl", 30, queue)
+    assert (
+        main(["publish", "--queue", queue, "--from-file", str(tmp_path / "jobs.jsonl"), "--rate", "300"]) == 0
+    )
+    assert sorted(p.message_id for p, _ in drain(queue)) == sorted(ids)
