@@ -184,3 +184,26 @@ def test_a_paced_publish_still_confirms_every_job(queue: str, tmp_path: Path, is
         main(["publish", "--queue", queue, "--from-file", str(tmp_path / "jobs.jsonl"), "--rate", "300"]) == 0
     )
     assert sorted(p.message_id for p, _ in drain(queue)) == sorted(ids)
+
+
+def test_a_broker_that_cannot_be_reached_is_exit_3_with_every_job_reported_failed(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    write_jobs(tmp_path / "jobs.jsonl", 3, "nowhere")
+    report = tmp_path / "r.json"
+    code = main(
+        [
+            "--broker",
+            "amqp://guest:guest@127.0.0.1:1/%2F",
+            "publish",
+            "--queue",
+            "q",
+            "--from-file",
+            str(tmp_path / "jobs.jsonl"),
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 3
+    assert json.loads(report.read_text())["failed"] == 3
+    assert json.loads((isolated_env / "audit.jsonl").read_text())["outcome"] == "failed"
