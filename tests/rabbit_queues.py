@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pika
+import pytest
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 API = "http://127.0.0.1:15672/api"
@@ -60,3 +62,11 @@ def depth(queue: str) -> int:
         return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
     finally:
         connection.close()
+
+
+@pytest.fixture(name="queue")
+def queue_fixture(unique: str) -> Iterator[str]:
+    """A unique queue name; every queue starting with it is deleted afterwards."""
+    name = f"tqt_{unique}"
+    yield name
+    delete_queues(name)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pika.exceptions as pe
 
-from tqadmin.errors import Blocked, ConnectTimeout, Nacked, TqadminError, Unroutable
+from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
 from tqadmin.masking import mask_url
 from tqadmin.plugin.transport import Outcome, Outgoing, PublishResult
 from tqadmin_rabbitmq.confirms import Settlement
@@ -96,8 +96,11 @@ class PublishRun(ConfirmSession):
         if self.closing and self._ended is None:
             return
         err = translate(exc, self.url)
-        if isinstance(exc, pe.ConnectionBlockedTimeout | pe.ChannelClosedByBroker) or not isinstance(
-            exc, pe.AMQPConnectionError | pe.StreamLostError | OSError | pe.ConnectionClosedByBroker
+        transient = pe.AMQPConnectionError | pe.StreamLostError | OSError | pe.ConnectionClosedByBroker
+        if (
+            isinstance(exc, pe.ConnectionBlockedTimeout | pe.ChannelClosedByBroker)
+            or isinstance(err, NotAuthorized)
+            or not isinstance(exc, transient)
         ):
             self.error = self.error or err
             self.fatal = True

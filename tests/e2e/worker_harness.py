@@ -22,6 +22,7 @@ import redis
 from rabbit_queues import AMQP_URL, delete_queues, depth, drain
 
 from tqadmin.cli import main
+from tqadmin.store.factory import open_store
 from tqadmin.store.keys import DEFAULT_PREFIX, job_key
 
 TASKS = str(Path(__file__).with_name("e2e_tasks.py"))
@@ -40,11 +41,16 @@ class Pipeline:
     # -- workers -----------------------------------------------------------------------------------------
 
     def start(self, *options: str, broker: str | None = None) -> subprocess.Popen[bytes]:
+        return self.start_with_tasks(TASKS, *options, broker=broker)
+
+    def start_with_tasks(
+        self, tasks: str, *options: str, broker: str | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
         command = [sys.executable, "-m", "tqadmin.cli", "-v"]
         if broker:
             command += ["--broker", broker]
-        command += ["worker", "--queue", self.queue, "--tasks", TASKS, *options]
+        command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]
         process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
         self.workers.append(process)
         return process
@@ -103,6 +109,19 @@ class Pipeline:
 
     def claimed(self, job_id: str) -> bool:
         return bool(self.redis.exists(job_key(DEFAULT_PREFIX, self.id_prefix + job_id)))
+
+    def current_jobs(self) -> set[str]:
+        """Job ids the live workers of this queue report in their heartbeats."""
+        store = open_store(REDIS_URL)
+        try:
+            return {
+                self.short(job_id)
+                for record in store.workers()
+                if record.alive and self.queue in record.snapshot.queues
+                for job_id in record.snapshot.current_jobs
+            }
+        finally:
+            store.close()
 
     def depth(self, queue: str | None = None) -> int:
         return depth(queue or self.queue)

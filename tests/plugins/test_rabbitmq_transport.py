@@ -10,20 +10,13 @@ from pathlib import Path
 import pika
 import pytest
 from amqp_proxy import AmqpProxy
-from rabbit_queues import AMQP_URL, api, delete_queues, depth, drain, queue_info
+from rabbit_queues import AMQP_URL, api, depth, drain, queue_fixture, queue_info  # noqa: F401
 from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 
 pytestmark = pytest.mark.rabbitmq
-
-
-@pytest.fixture
-def queue(unique: str) -> Iterator[str]:
-    name = f"tqt_{unique}"
-    yield name
-    delete_queues(name)
 
 
 @pytest.fixture
@@ -43,6 +36,11 @@ def write_jobs(path: Path, count: int, prefix: str) -> list[str]:
         "".join(json.dumps({"task_type": "t", "id": i, "n": n}) + "\n" for n, i in enumerate(ids))
     )
     return ids
+
+
+def publish_through(proxy: AmqpProxy, queue: str, jobs: Path, report: Path, *options: str) -> int:
+    command = ["--broker", proxy.url(), *options, "publish", "--queue", queue, "--from-file", str(jobs)]
+    return main([*command, "--report", str(report)])
 
 
 def test_declare_binds_the_queue_makes_its_dlq_and_one_ttl_delay_queue_per_tier(queue: str) -> None:
@@ -160,19 +158,7 @@ def test_a_dropped_connection_is_reopened_and_the_unconfirmed_jobs_sent_again(
     ids = write_jobs(tmp_path / "jobs.jsonl", 2000, queue)
     proxy.drop_after_publishes = 700
     report = tmp_path / "r.json"
-    code = main(
-        [
-            "--broker",
-            proxy.url(),
-            "publish",
-            "--queue",
-            queue,
-            "--from-file",
-            str(tmp_path / "jobs.jsonl"),
-            "--report",
-            str(report),
-        ]
-    )
+    code = publish_through(proxy, queue, tmp_path / "jobs.jsonl", report)
     assert code == 0
     assert json.loads(report.read_text())["confirmed"] == 2000
     assert proxy.connections >= 3  # declare, the first publishing connection, the one after the drop
@@ -185,15 +171,33 @@ def test_a_blocked_connection_ends_with_exit_3_after_the_timeout_never_a_hang(
     proxy.block_on_publish = True
     write_jobs(tmp_path / "jobs.jsonl", 10, queue)
     report = tmp_path / "r.json"
+    code = publish_through(proxy, queue, tmp_path / "jobs.jsonl", report, "--timeout", "1")
+    assert code == 3
+    assert "blocks publishers" in capsys.readouterr().err
+    document = json.loads(report.read_text())
+    assert document["confirmed"] == 0 and document["unknown"] + document["failed"] == 10
+
+
+def test_a_paced_publish_still_confirms_every_job(queue: str, tmp_path: Path, isolated_env: Path) -> None:
+    ids = write_jobs(tmp_path / "jobs.jsonl", 30, queue)
+    assert (
+        main(["publish", "--queue", queue, "--from-file", str(tmp_path / "jobs.jsonl"), "--rate", "300"]) == 0
+    )
+    assert sorted(p.message_id for p, _ in drain(queue)) == sorted(ids)
+
+
+def test_a_broker_that_cannot_be_reached_is_exit_3_with_every_job_reported_failed(
+    tmp_path: Path, isolated_env: Path
+) -> None:
+    write_jobs(tmp_path / "jobs.jsonl", 3, "nowhere")
+    report = tmp_path / "r.json"
     code = main(
         [
             "--broker",
-            proxy.url(),
-            "--timeout",
-            "1",
+            "amqp://guest:guest@127.0.0.1:1/%2F",
             "publish",
             "--queue",
-            queue,
+            "q",
             "--from-file",
             str(tmp_path / "jobs.jsonl"),
             "--report",
@@ -201,6 +205,5 @@ def test_a_blocked_connection_ends_with_exit_3_after_the_timeout_never_a_hang(
         ]
     )
     assert code == 3
-    assert "blocks publishers" in capsys.readouterr().err
-    document = json.loads(report.read_text())
-    assert document["confirmed"] == 0 and document["unknown"] + document["failed"] == 10
+    assert json.loads(report.read_text())["failed"] == 3
+    assert json.loads((isolated_env / "audit.jsonl").read_text())["outcome"] == "failed"

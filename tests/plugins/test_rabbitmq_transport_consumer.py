@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections.abc import Iterator
+from queue import Queue
 
 import pytest
 from amqp_proxy import AmqpProxy
-from rabbit_queues import delete_queues, depth
+from rabbit_queues import depth, queue_fixture  # noqa: F401 - the fixture
 from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.plugin.base import BrokerConfig
@@ -17,20 +16,13 @@ from tqadmin.plugin.transport import Inbound, Outgoing
 pytestmark = pytest.mark.rabbitmq
 
 
-@pytest.fixture
-def work_queue(unique: str) -> Iterator[str]:
-    name = f"tqc_{unique}"
-    yield name
-    delete_queues(name)
-
-
-def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(work_queue: str) -> None:
+def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(queue: str) -> None:
     proxy = AmqpProxy()
     transport = RabbitMQPlugin().transport(BrokerConfig(url=proxy.url(), timeout_s=5))
-    transport.declare(work_queue)
-    assert transport.publish([Outgoing(b'{"task_type": "t"}', work_queue, message_id="j1")]).all_confirmed
-    consumer = transport.consumer(work_queue, prefetch=1)
-    deliveries: queue.Queue[Inbound] = queue.Queue()
+    transport.declare(queue)
+    assert transport.publish([Outgoing(b'{"task_type": "t"}', queue, message_id="j1")]).all_confirmed
+    consumer = transport.consumer(queue, prefetch=1)
+    deliveries: Queue[Inbound] = Queue()
     loop = threading.Thread(target=consumer.run, args=(deliveries.put,), daemon=True)
     loop.start()
     try:
@@ -48,4 +40,4 @@ def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(w
         loop.join(10)
         proxy.close()
     assert not loop.is_alive()
-    assert depth(work_queue) == 0
+    assert depth(queue) == 0

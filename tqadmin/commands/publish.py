@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tqadmin import audit
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, PartialFailure, UsageError
-from tqadmin.pipeline.publisher import load_jobs, publish_jobs
+from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
+from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
 from tqadmin.plugin.transport import Outcome
 
 
@@ -32,15 +32,19 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.rate is not None and args.rate <= 0:
         raise UsageError("--rate must be greater than 0")
     jobs = load_jobs(args.job, args.from_file)
-    with ctx.plugin().transport(ctx.broker_config()) as transport:
-        report = publish_jobs(
-            transport,
-            jobs,
-            queue=args.queue,
-            exchange=args.exchange,
-            routing_key=args.routing_key,
-            rate=args.rate,
-        )
+    plugin = ctx.plugin()
+    try:
+        with plugin.transport(ctx.broker_config()) as transport:
+            report = publish_jobs(
+                transport,
+                jobs,
+                queue=args.queue,
+                exchange=args.exchange,
+                routing_key=args.routing_key,
+                rate=args.rate,
+            )
+    except TqadminError as exc:  # nothing was sent (cannot connect, cannot declare): say so per job too
+        report = PublishReport(tuple((job.id, Outcome.FAILED) for job in jobs), exc)
     document = report.to_json()
     if args.report is not None:
         args.report.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")

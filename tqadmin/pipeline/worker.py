@@ -98,6 +98,7 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._zombies: set[int | None] = set()  # threads stuck in a timed-out run: never joined
         self._stopping = threading.Event()
+        self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
         if store is not None:  # group commit: concurrent job threads share store round trips
             self._claims = Coalescer[str, Claim](
@@ -117,20 +118,21 @@ class Worker:
         monitor = threading.Thread(target=self._monitor, name="tq-monitor", daemon=True)
         monitor.start()
         try:
-            self._consumer.run(self._on_message)
+            if not self._stopping.is_set():  # a SIGTERM during start-up ends it here
+                self._consumer.run(self._on_message)
         finally:
             self._stopping.set()
+            self._finished.set()
             monitor.join(timeout=5)
             self._beat(final=True)
 
     def stop(self) -> None:
         """Stop fetching, let in-flight jobs finish, then end :meth:`run` (safe in a signal handler)."""
-        if self._stopping.is_set() or self._consumer is None:
-            self._stopping.set()
-            return
+        first = not self._stopping.is_set()
         self._stopping.set()
-        self._consumer.stop()
-        threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
+        if first and self._consumer is not None:
+            self._consumer.stop()
+            threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
 
     def _drain(self) -> None:
         for _ in range(len(self._threads)):
@@ -312,7 +314,7 @@ class Worker:
         s = self.settings
         tick = min(0.5, s.lease_s / 4, s.heartbeat_s)
         next_renew = next_beat = 0.0
-        while not self._stopping.wait(tick) or self._busy():
+        while not self._finished.wait(tick):
             now = time.monotonic()
             self._time_out(now)
             try:
@@ -324,10 +326,6 @@ class Worker:
                     self._beat()
             except TqadminError as exc:
                 log.warning("state store: %s", exc)
-
-    def _busy(self) -> bool:
-        with self._lock:
-            return bool(self._running)
 
     def _time_out(self, now: float) -> None:
         limit = self.settings.job_timeout_s
