@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,10 +13,11 @@ from textual.widgets import DataTable, Input
 
 from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
+from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Alarm, Message, QueueListing
 from tqadmin.tui.app import TqadminApp
-from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin
+from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin, FakeTransfer
 from tqadmin.tui.screens.action import ActionScreen
 from tqadmin.tui.screens.help import HelpScreen, screens
 from tqadmin.tui.screens.inspector import InspectorScreen
@@ -435,3 +436,54 @@ async def test_the_profile_switcher_marks_read_only_and_production_and_switches(
         await settled(pilot, lambda: app.settings.profile == "prod" and app.poll_state.last_ok is not None)
         banner = text_of(app.screen.query_one("#banner"))
         assert "READ-ONLY" in banner and "PRODUCTION" in banner and "secret" not in banner
+
+
+class GatedTransfer(FakeTransfer):
+    """Hands out one message per fetch and holds every fetch after the first until the gate opens."""
+
+    def __init__(self, admin: FakeAdmin, queue: str, gate: threading.Event) -> None:
+        super().__init__(admin, queue)
+        self.gate = gate
+        self.fetches = 0
+
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        self.fetches += 1
+        if self.fetches > 1:
+            self.gate.wait(10)
+        return super().fetch(1)
+
+
+class GatedAdmin(FakeAdmin):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def open_transfer(self, queue: str) -> FakeTransfer:
+        return GatedTransfer(self, queue, self.gate)
+
+
+async def test_escape_during_a_run_cancels_between_batches_and_reports_what_was_done(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    admin = GatedAdmin()
+    total = len(admin.messages["reports"])
+    app = make_app(admin=admin)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("m", *"orders", "enter")
+        admin.gate.set()  # the dry run reads everything
+        await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
+        admin.gate.clear()
+        await pilot.press("enter")
+        for _ in range(200):  # the run is held at the gate: wait for its first batch without joining it
+            if len(admin.messages["reports"]) == total - 1:
+                break
+            await pilot.pause(0.02)
+        assert len(admin.messages["reports"]) == total - 1
+        await pilot.press("escape")
+        admin.gate.set()
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+        assert any("cancelled after" in n for n in notifications(app))
+    moved = total - len(admin.messages["reports"])
+    assert 1 <= moved < total
+    assert audit_lines(tmp_path)[-1]["outcome"] == "partial"

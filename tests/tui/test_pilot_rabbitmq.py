@@ -14,6 +14,7 @@ from typing import Any
 import pika
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
 from tests.fakes.management_api import FakeManagementAPI, garbage, status
@@ -200,3 +201,29 @@ async def test_ten_thousand_queues_fill_the_table_and_sort(tmp_path: Path) -> No
             app.action_refresh()
             await settled(pilot, lambda: len(api.requests) > 0 and app.poll_state.failures == 0)
             assert table.row_count == 10_000
+
+
+@pytest.mark.rabbitmq
+async def test_on_rabbitmq_export_then_move_from_the_keyboard(
+    queues: tuple[str, str], tmp_path: Path
+) -> None:
+    work, dlq = queues
+    exported = tmp_path / "work.jsonl"
+    app = rabbit_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(pilot, app, lambda: work in app.board.stats)
+        await select_queue(pilot, work)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(exported)
+        await pilot.press("enter")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+        await pilot.press("m", *dlq, "enter")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        assert app.screen.plan.matched == 2  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert len(exported.read_text().splitlines()) == 2
+    assert depth(work) == 0
+    assert depth(dlq) == 5
