@@ -215,3 +215,42 @@ def test_an_unreachable_broker_is_exit_3_and_one_line_naming_what_to_start(tmp_p
     assert done.stderr.count("\n") == 1
     assert "start RabbitMQ" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_with_the_dashboard_the_demo_runs_behind_the_app_and_stops_when_its_time_is_up(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tqadmin.cli import main
+    from tqadmin.commands import demo as demo_command
+    from tqadmin.tui import TqadminApp
+    from tqadmin.tui import app as tui_app
+
+    seen: list[list[str]] = []
+
+    class HeadlessApp(TqadminApp):
+        """The real app without a terminal; remembers the queues it was shown."""
+
+        CSS_PATH = str(Path(tui_app.__file__).with_name("app.tcss"))
+
+        def run(self, **kwargs: Any) -> None:  # type: ignore[override]
+            super().run(headless=True, **kwargs)
+
+        def on_unmount(self) -> None:
+            seen.append(sorted(self.board.stats))
+
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    monkeypatch.setenv("XDG_STATE_HOME", str(isolated_env / "state"))
+    monkeypatch.setenv("TQADMIN_STORE_URL", f"{REDIS_URL}?prefix={prefix}")
+    monkeypatch.setattr(demo_command, "_dashboard", lambda: HeadlessApp)
+    admin = RabbitMQPlugin().admin(BrokerConfig(url=AMQP_URL))
+    try:
+        code = main(["demo", "--json", "--duration", "6", "--workers", "2", "--queue-prefix", prefix])
+        captured = capsys.readouterr()
+        summary = json.loads(captured.out)
+        assert code == 0, captured.err
+        assert summary["balanced"] and summary["published"] > 0, captured.err
+        assert seen and seen[0] and all(name.startswith(f"{prefix}.") for name in seen[0])
+        assert worker_pids(prefix) == []
+    finally:
+        clean_up(admin, prefix)
+        admin.close()
