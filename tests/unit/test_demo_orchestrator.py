@@ -229,3 +229,10 @@ def test_a_broker_gone_at_the_end_still_gives_a_summary_that_says_so(tmp_path: P
         "queue figures could not be read: cannot connect to RabbitMQ at amqp://127.0.0.1:5672/",
     )
     assert demo.supervisor.alive() == 0
+
+
+def test_a_dashboard_that_crashes_is_said_in_the_summary(tmp_path: Path) -> None:
+    app = FakeApp(quit_after_s=0.1)
+    app.return_code = 1  # type: ignore[attr-defined]
+    summary = run_with_dashboard(make_demo(tmp_path, SLEEPER, CatchingUpWorkers()), lambda: app, None)
+    assert summary.notes[-1] == "the dashboard ended with an error (exit code 1)"

@@ -8,6 +8,7 @@ supervising thread asks the app to exit; when the user quits the app, the demo s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -53,4 +54,9 @@ def run_with_dashboard(demo: Demo, make_app: Callable[[], Any], duration_s: floa
                 watcher.join()
     if failure:
         raise failure[0]
+    code = getattr(app, "return_code", 0)
+    if code:  # Textual has printed why; say that the demo ended because of it
+        return dataclasses.replace(
+            summary, notes=(*summary.notes, f"the dashboard ended with an error (exit code {code})")
+        )
     return summary
