@@ -41,3 +41,10 @@ def test_the_headless_demo_and_its_task_module_import_no_textual_and_no_driver(m
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == ""
+
+
+def test_without_a_terminal_the_dashboard_is_refused_before_anything_starts(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--broker", "amqp://guest:guest@127.0.0.1:1/"]) == 2
+    assert "--no-ui" in capsys.readouterr().err

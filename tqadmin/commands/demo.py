@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import positive
@@ -132,7 +133,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def _dashboard() -> type:
-    """The TUI's app class, checked before anything starts so a missing TUI costs nothing."""
+    """The TUI's app class, checked before anything starts so a missing TUI or terminal costs nothing."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("the dashboard needs a terminal; run `tqadmin demo --no-ui` for the headless demo")
     try:
         from tqadmin.tui import TqadminApp
     except ImportError as exc:
