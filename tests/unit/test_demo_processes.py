@@ -6,6 +6,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from tqadmin.demo.orchestrator import default_log_dir
 from tqadmin.demo.processes import Supervisor
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -109,3 +112,14 @@ def test_a_worker_dies_with_the_demo_even_when_the_demo_is_killed(tmp_path: Path
     demo.send_signal(signal.SIGKILL)
     demo.wait()
     assert wait_until(lambda: not group_alive(worker))
+
+
+def test_only_the_most_recent_runs_keep_their_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    made = []
+    for n in range(4):
+        made.append(default_log_dir(f"p{n}", keep=2))
+        os.utime(made[-1], (n, n))  # oldest first
+    assert sorted(p.name for p in (tmp_path / "tqadmin" / "demo").iterdir()) == sorted(
+        p.name for p in made[2:]
+    )

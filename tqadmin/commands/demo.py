@@ -49,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=_fraction,
         default=0.1,
         metavar="F",
-        help="share of runs that fail, 0 to 1 (default 0.1); a fifth of them fatally",
+        help="injected failures, 0 to 1 (default 0.1): transient at F, fatal at F/5, timeouts at F/10",
     )
     parser.add_argument(
         "--queue-prefix",
@@ -58,7 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="queue names start with P. (default demo: demo.images, demo.emails, ...)",
     )
-    parser.add_argument("--seed", type=int, default=7, help="seed of the injected failures and the traffic")
+    parser.add_argument(
+        "--seed", type=int, default=7, metavar="N", help="seed of the injected failures and the traffic (7)"
+    )
     parser.add_argument(
         "--concurrency", type=positive(int), default=4, metavar="N", help="jobs each worker runs at once (4)"
     )

@@ -8,6 +8,7 @@ the demo itself only end the waiting early; the ordered stop still runs, so Ctrl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -270,9 +271,13 @@ def stop_on_signals(demo: Demo) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def default_log_dir(prefix: str) -> Path:
-    """A fresh directory for this run's worker logs (kept: they explain any failure in the summary)."""
+def default_log_dir(prefix: str, keep: int = 20) -> Path:
+    """A fresh directory for this run's worker logs (kept: they explain any failure in the summary); only
+    the ``keep`` most recent runs' logs are kept, so the state directory does not grow forever."""
     base = Path(os.environ.get("XDG_STATE_HOME", "~/.local/state")).expanduser() / "tqadmin" / "demo"
     path = base / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
+    runs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in runs[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
     return path
