@@ -165,13 +165,15 @@ class Demo:
             self.stop_requested.wait(POLL_S if remaining is None else min(POLL_S, remaining))
 
     def _status(self) -> str:
-        traffic = self.traffic.counts()
-        t = self.wiring.telemetry(self.layout).total
-        alive = self.supervisor.alive()
+        elapsed = f"{self._clock() - self._started_at:.0f} s: published {self.traffic.counts().published}"
+        workers = f"{self.supervisor.alive()} worker(s) running"
+        try:
+            t = self.wiring.telemetry(self.layout).total
+        except TqadminError as exc:  # a store hiccup is reported, not fatal to the demo
+            return f"{elapsed}; {workers}; telemetry unavailable: {exc}"
         return (
-            f"{self._clock() - self._started_at:.0f} s: published {traffic.published}, done {t.done}, "
-            f"retried {t.retried}, dead-lettered {t.dead_lettered}, deduplicated {t.deduplicated}; "
-            f"{alive} worker(s) running"
+            f"{elapsed}, done {t.done}, retried {t.retried}, dead-lettered {t.dead_lettered}, "
+            f"deduplicated {t.deduplicated}; {workers}"
         )
 
     def finish(self) -> Summary:
