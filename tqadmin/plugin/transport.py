@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from tqadmin.errors import TqadminError
 
@@ -123,7 +123,7 @@ class Consumer(ABC):
         (confirmed), then ack the original; blocks until both happened."""
 
 
-class BrokerTransport(ABC):
+class BrokerTransport(AbstractContextManager["BrokerTransport"], ABC):
     """The pipeline face of one broker, opened for one queue's producers or consumers."""
 
     @abstractmethod
@@ -159,10 +159,5 @@ class BrokerTransport(ABC):
     def close(self) -> None:
         """Close connections."""
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
