@@ -188,3 +188,61 @@ def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
     assert doc["moved"] == 2 and "skipped 2" in doc["detail"]
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["job-0", "job-3"]
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(dlq)] == ["job-1", "job-2"]
+
+
+def test_a_message_dead_lettered_by_the_broker_replays_with_its_x_death_intact(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("target")
+    work = amqp_queues.declare("work", {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+    amqp_queues.publish(work, b'{"task_type": "t", "id": "x"}', {"x-tq-original-queue": target})
+    method, _, _ = amqp_queues.channel.basic_get(work)
+    amqp_queues.channel.basic_reject(method.delivery_tag, requeue=False)
+    code, doc, _ = tq_json("replay", dlq, "--client-side")
+    assert code == 0 and doc is not None and doc["moved"] == 1
+    [(props, body)] = amqp_queues.drain(target)
+    assert body == b'{"task_type": "t", "id": "x"}'
+    assert props.headers["x-death"][0]["reason"] == "rejected"
+    assert props.headers["x-death"][0]["queue"] == work
+    assert props.headers["x-tq-replays"] == 1
+
+
+def test_queue_names_and_data_in_any_script_move_untouched(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("源-ü"), amqp_queues.declare("цель-🚒")
+    amqp_queues.publish(
+        src, '{"task_type": "t", "text": "\\u0000 日本 \U0001f525"}'.encode(), {"ключ": "значение"}
+    )
+    code, doc, _ = tq_json("move", src, dst, "--filter", "task_type=t")
+    assert code == 0 and doc is not None and doc["moved"] == 1
+    [(props, body)] = amqp_queues.drain(dst)
+    assert json.loads(body)["text"] == "\x00 日本 🔥"
+    assert props.headers == {"ключ": "значение"}
+
+
+def test_messages_published_after_the_start_are_not_chased(isolated_env: Path, amqp_queues: Any) -> None:
+    from tqadmin_rabbitmq.admin import RabbitMQAdmin
+
+    from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
+    from tqadmin.plugin.base import BrokerConfig
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 600)
+    with RabbitMQAdmin(BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F")) as admin:
+        session = admin.open_transfer(src)
+        amqp_queues.publish_jobs(src, 300, task_type="late")  # a live feeder, after the count was taken
+        outcome = transfer(session, TransferPlan(action="move", source=src, target=dst, route=to_queue(dst)))
+    assert outcome.error is None and outcome.report.moved == 600
+    assert amqp_queues.depth(dst) == 600
+    assert {json.loads(b)["task_type"] for _, b in amqp_queues.drain(src)} == {"late"}
+
+
+def test_a_dry_run_is_allowed_in_read_only_mode_and_sends_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 3)
+    code, doc, _ = tq_json("replay", src, "--to", dst, "--dry-run", "--read-only")
+    assert code == 0 and doc is not None and (doc["matched"], doc["moved"]) == (3, 0)
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)
