@@ -171,6 +171,14 @@ def test_server_side_with_a_filter_is_a_usage_error(
     assert "--filter" in capsys.readouterr().err
 
 
+def test_moving_a_queue_onto_itself_is_a_usage_error(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["move", "q", "q"]) == 2
+    assert main(["replay", "q", "--to", "q"]) == 2
+    assert "same queue" in capsys.readouterr().err
+
+
 def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
     isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
