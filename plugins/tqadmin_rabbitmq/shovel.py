@@ -10,6 +10,7 @@ starting a second one.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -20,6 +21,7 @@ from tqadmin.masking import mask_url
 from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
 
 _POLL_S = 0.05
+_LOOK_EVERY_S = 1.0
 _STALL_FACTOR = 3  # give up after this many --timeout periods without progress
 
 
@@ -67,16 +69,20 @@ class Shovel:
         if response.status_code in (400, 404):
             raise ShovelUnavailable(response.text[:200])
 
-    def wait(self, remaining: Any) -> None:
-        """Block until the shovel removed itself; ``remaining()`` gives the source depth to detect a stall."""
+    def wait(self, remaining: Callable[[], int]) -> None:
+        """Block until the shovel removed itself. ``remaining()`` (the source depth) is read once a second
+        to detect a stall; the cheap existence check runs every poll."""
         last = remaining()
-        last_change = time.monotonic()
+        last_change = last_look = time.monotonic()
         while self.exists():
             time.sleep(_POLL_S)
+            if time.monotonic() - last_look < _LOOK_EVERY_S:
+                continue
+            last_look = time.monotonic()
             now_left = remaining()
             if now_left != last:
-                last, last_change = now_left, time.monotonic()
-            elif time.monotonic() - last_change > _STALL_FACTOR * self._timeout_s:
+                last, last_change = now_left, last_look
+            elif last_look - last_change > _STALL_FACTOR * self._timeout_s:
                 self._request("DELETE", self._path, allow=(404,))
                 raise BrokerError(
                     f"the RabbitMQ shovel {self.name} made no progress for"
