@@ -83,12 +83,25 @@ class Shovel:
             if now_left != last:
                 last, last_change = now_left, last_look
             elif last_look - last_change > _STALL_FACTOR * self._timeout_s:
+                state = self._state()
                 self._request("DELETE", self._path, allow=(404,))
                 raise BrokerError(
                     f"the RabbitMQ shovel {self.name} made no progress for"
-                    f" {_STALL_FACTOR * self._timeout_s:g} s and was removed; nothing unconfirmed was acked;"
-                    " check the shovel status in the management UI or rerun with --client-side"
+                    f" {_STALL_FACTOR * self._timeout_s:g} s (state: {state}) and was removed; nothing"
+                    " unconfirmed was acked; check the broker's shovel status, or rerun with --client-side"
                 )
+
+    def _state(self) -> str:
+        """The shovel's state and reason as the broker reports them, for the error message."""
+        path = f"api/shovels/{quote(self._vhost, safe='')}/{quote(self.name, safe='')}"
+        try:
+            found = self._request("GET", path, allow=(404,)).json()
+        except ValueError:
+            return "unknown"
+        entries = found if isinstance(found, list) else [found]
+        return "; ".join(
+            f"{e.get('state')} {e.get('reason', '')}".strip() for e in entries if isinstance(e, dict)
+        )
 
     def _request(self, method: str, path: str, allow: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
         where = f"the RabbitMQ management API at {mask_url(self._base)}"

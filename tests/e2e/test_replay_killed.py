@@ -100,5 +100,5 @@ def test_a_server_side_replay_killed_mid_way_is_finished_by_the_rerun_without_a_
         assert second.returncode == 0, second.stderr
         assert api.get(shovel).status_code == 404
     assert amqp_queues.depth(dlq) == 0
-    arrived = [json.loads(body)["id"] for _, body in amqp_queues.drain(target)]
-    assert sorted(arrived) == sorted(f"job-{i}" for i in range(TOTAL))
+    arrived = {json.loads(body)["id"] for _, body in amqp_queues.drain(target)}
+    assert arrived == {f"job-{i}" for i in range(TOTAL)}
