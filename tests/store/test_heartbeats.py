@@ -11,13 +11,15 @@ from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.telemetry.window import window_stats
 
+STARTED_AT = time.time() - 60  # one process per worker id: its start time never changes
+
 
 def snapshot(
     worker: str, telemetry: Telemetry | None = None, current: tuple[str, ...] = ()
 ) -> WorkerSnapshot:
     now = time.time()
     stats = telemetry.read() if telemetry else {}
-    return WorkerSnapshot(worker, "host-1", 4242, ("orders",), now - 10, now, current, stats)
+    return WorkerSnapshot(worker, "host-1", 4242, ("orders",), STARTED_AT, now, current, stats)
 
 
 def test_a_beating_worker_is_listed_alive_with_its_snapshot_and_a_fresh_age(store: StateStore) -> None:

@@ -14,6 +14,8 @@ from tqadmin.store.base import Retention
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
+STARTED_AT = time.time() - 60  # one process per worker id: its start time never changes
+
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = cli.main(list(argv))
@@ -23,7 +25,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def _snapshot(worker: str, telemetry: Telemetry, current: tuple[str, ...] = ()) -> WorkerSnapshot:
     now = time.time()
-    return WorkerSnapshot(worker, "box", 7, ("orders",), now - 60, now, current, telemetry.read())
+    return WorkerSnapshot(worker, "box", 7, ("orders",), STARTED_AT, now, current, telemetry.read())
 
 
 def test_workers_lists_live_and_dead_workers_with_age_current_job_and_counts(

@@ -2,6 +2,7 @@
 
 import math
 import random
+import statistics
 from collections.abc import Callable
 
 import pytest
@@ -94,3 +95,20 @@ def test_empty_histograms_have_no_percentiles_and_odd_values_count_as_zero() -> 
     assert h.quantile(1.0) == pytest.approx(1e9, rel=0.02)
     with pytest.raises(ValueError):
         h.quantile(1.5)
+
+
+@pytest.mark.parametrize(
+    "name", ["uniform 1ms-2s", "exponential mean 50ms", "lognormal heavy tail", "pareto"]
+)
+def test_percentiles_are_within_2_percent_of_interpolated_quantiles_too(name: str) -> None:
+    rng = random.Random(f"interpolated {name}")
+    values = [DISTRIBUTIONS[name](rng) for _ in range(20_000)]
+    histogram = Histogram()
+    for value in values:
+        histogram.record(value)
+    cuts = statistics.quantiles(values, n=100, method="inclusive")  # p1 .. p99, linear interpolation
+    for percentile in (50, 90, 95, 99):
+        exact = cuts[percentile - 1]
+        estimate = histogram.quantile(percentile / 100)
+        assert estimate is not None
+        assert abs(estimate - exact) <= 0.02 * exact, (percentile, exact, estimate)

@@ -1,5 +1,8 @@
 """Windowed figures from two cumulative readings per worker, merged across workers, with a fake clock."""
 
+import pytest
+
+from tqadmin.errors import BadResponse
 from tqadmin.store.base import Reading, WorkerHistory
 from tqadmin.telemetry.counters import TaskStats, Telemetry, merge_stats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -96,3 +99,18 @@ def test_merging_worker_tables_adds_them_key_by_key() -> None:
     assert merged[("q", "a")].done == 4
     assert merged[("q", "b")].failed == 2
     assert merge_stats([two, one]) == merged
+
+
+def test_an_unreadable_stored_snapshot_is_a_broker_answer_error_not_a_crash() -> None:
+    for junk in (b"not json", b"[]", b'{"no": "id"}', b'{"id": "w", "tasks": [{"q": 1}]}'):
+        with pytest.raises(BadResponse, match="heartbeat"):
+            WorkerSnapshot.decode(junk)
+
+
+def test_a_worker_id_reused_by_a_new_process_counts_from_zero_not_negative() -> None:
+    old, new = Telemetry(), Telemetry()
+    _run(old, done=500, failed=0)
+    _run(new, done=20, failed=0)
+    baseline = Reading(98.0, _snapshot("w", 98.0, old, started_at=0.0))  # the old process, last in history
+    latest = Reading(160.0, _snapshot("w", 160.0, new, started_at=99.0))  # restarted just before the window
+    assert window_stats(160.0, 60.0, [WorkerHistory(latest, baseline)]).total.done == 20

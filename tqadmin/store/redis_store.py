@@ -39,7 +39,7 @@ _DONE_AMONG_CHUNK = 1000
 
 
 class RedisStore(StateStore):
-    """:class:`StateStore` on one Redis (or a Redis Cluster through a cluster client).
+    """:class:`StateStore` on one Redis, its keys laid out so that they would work on a Redis Cluster.
 
     Thread-safe: redis-py pools connections. What is kept for how long: :class:`Retention`.
     """
@@ -129,24 +129,31 @@ class RedisStore(StateStore):
         import redis
 
         client: Any = self._client  # the stubs leave evalsha and script_load untyped
+        replies: list[Any] = [None] * len(calls)
+        pending = list(range(len(calls)))
         with _translated(self.url):
             for _ in range(2):
-                if len(calls) == 1:
-                    keys, args = calls[0]
+                if len(pending) == 1:
+                    keys, args = calls[pending[0]]
                     try:
-                        return [client.evalsha(script.sha, len(keys), *keys, *args)]
+                        replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
+                        return replies
                     except redis.exceptions.NoScriptError:
                         client.script_load(script.source)
                         continue
                 pipe = client.pipeline(transaction=False)
-                for keys, args in calls:
+                for index in pending:
+                    keys, args = calls[index]
                     pipe.evalsha(script.sha, len(keys), *keys, *args)
-                replies = pipe.execute(raise_on_error=False)
-                if not any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
-                    failed = next((reply for reply in replies if isinstance(reply, Exception)), None)
-                    if failed is not None:
-                        raise failed
-                    return list(replies)
+                for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
+                    replies[index] = reply
+                # only the calls Redis refused for not knowing the script are sent again: the others ran
+                pending = [i for i in pending if _noscript(replies[i])]
+                failed = next((r for r in replies if isinstance(r, Exception) and not _noscript(r)), None)
+                if failed is not None:
+                    raise failed
+                if not pending:
+                    return replies
                 client.script_load(script.source)
             raise BadResponse(
                 f"state store {mask_url(self.url)} keeps forgetting its scripts (SCRIPT FLUSH?)"
@@ -294,6 +301,12 @@ class RedisStore(StateStore):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _noscript(error: Exception) -> bool:
+    import redis
+
+    return isinstance(error, redis.exceptions.NoScriptError)
 
 
 def _ms(seconds: float) -> int:

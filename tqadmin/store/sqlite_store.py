@@ -49,6 +49,14 @@ CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms);
 _DONE_AMONG_CHUNK = 500
 
 
+class _EffectFailed(Exception):
+    """Carries an effect's exception through the store's error translation untouched."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class SQLiteStore(StateStore):
     """:class:`StateStore` on an SQLite file; one connection per thread, WAL journal."""
 
@@ -172,14 +180,20 @@ class SQLiteStore(StateStore):
             return self._if_current(db, claim, "expires_ms = ?", self._now_ms() + int(lease_s * 1000))
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
-        with self._write() as db:
-            if not self._if_current(
-                db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
-            ):
-                return False
-            if effect is not None:
-                effect(db)  # inside the same transaction: an exception rolls back the mark too
-            return True
+        try:
+            with self._write() as db:
+                if not self._if_current(
+                    db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
+                ):
+                    return False
+                if effect is not None:
+                    try:
+                        effect(db)  # inside the same transaction: an exception rolls back the mark too
+                    except Exception as exc:
+                        raise _EffectFailed(exc) from exc
+                return True
+        except _EffectFailed as failed:
+            raise failed.error from None  # the task's own error (even an SQL one), not a store outage
 
     def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
         crashes = "0" if forget_crashes else "crashes"

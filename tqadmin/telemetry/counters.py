@@ -102,7 +102,10 @@ class Telemetry:
         self._stats: dict[StatsKey, TaskStats] = {}
 
     def _entry(self, queue: str, task_type: str) -> TaskStats:
-        return self._stats.setdefault((queue, task_type), TaskStats())
+        entry = self._stats.get((queue, task_type))
+        if entry is None:  # not setdefault: that would build a TaskStats on every call
+            entry = self._stats[(queue, task_type)] = TaskStats()
+        return entry
 
     def started(self, queue: str, task_type: str, wait_s: float) -> None:
         """A run began ``wait_s`` after the job was published (its ``timestamp``)."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqadmin.errors import BadResponse
 from tqadmin.telemetry.counters import StatsKey, TaskStats
 
 SNAPSHOT_VERSION = 1
@@ -70,4 +71,11 @@ class WorkerSnapshot:
 
     @classmethod
     def decode(cls, text: str | bytes) -> WorkerSnapshot:
-        return cls.from_json(json.loads(text))
+        """Parse a stored snapshot; anything unreadable is the store's answer being wrong (exit 4)."""
+        try:
+            return cls.from_json(json.loads(text))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise BadResponse(
+                f"a worker heartbeat in the state store is unreadable ({type(exc).__name__}: {exc}); "
+                "was it written by another program or version?"
+            ) from None

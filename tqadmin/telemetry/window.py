@@ -88,8 +88,8 @@ def _rounded(values: Mapping[str, float | None]) -> dict[str, float | None]:
 def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistory]) -> WindowStats:
     """Merge every worker's ``latest - baseline`` over the window ending at ``now_s`` (the store's clock).
 
-    A worker with no baseline, or one born inside the window (its baseline started after the window's
-    start), is counted from zero: everything it ever did happened inside the window.
+    A worker with no baseline, one born inside the window, or one whose id was reused by a process started
+    since the baseline, is counted from zero: everything its counters hold happened inside the window.
     """
     start = now_s - window_s
     deltas: list[dict[StatsKey, TaskStats]] = []
@@ -99,7 +99,8 @@ def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistor
         count += 1
         latest = history.latest.snapshot
         baseline = history.baseline
-        if baseline is None or latest.started_at >= start:
+        restarted = baseline is not None and baseline.snapshot.started_at != latest.started_at
+        if baseline is None or restarted or latest.started_at >= start:
             deltas.append({key: stats.copy() for key, stats in latest.stats.items()})
             continue
         earliest = min(earliest, baseline.at_s)
