@@ -254,3 +254,15 @@ def test_a_dry_run_is_allowed_in_read_only_mode_and_sends_nothing(
     code, doc, _ = tq_json("replay", src, "--to", dst, "--dry-run", "--read-only")
     assert code == 0 and doc is not None and (doc["matched"], doc["moved"]) == (3, 0)
     assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)
+
+
+def test_a_copy_the_broker_refuses_leaves_every_original_of_its_batch_in_place(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src = amqp_queues.declare("src")
+    full = amqp_queues.declare("full", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    amqp_queues.publish_jobs(src, 5)
+    code, doc, err = tq_json("move", src, full, "--client-side")
+    assert code == 4 and "refused 3" in err
+    assert doc is not None and (doc["moved"], doc["failed"]) == (0, 5)
+    assert [json.loads(b)["n"] for _, b in amqp_queues.drain(src)] == [0, 1, 2, 3, 4]
