@@ -53,6 +53,7 @@ class RabbitMQAdmin(BrokerAdmin):
         self._min_interval_s = min_interval_s
         self._api: ManagementClient | None = None
         self._items: Sequence[Mapping[str, Any]] = ()
+        self._bindings: dict[str, list[tuple[str, str]]] = {}  # dead-letter exchange -> its queue bindings
         self._refetch_at = -1.0  # time.monotonic() after which the queue pages may be fetched again
 
     @property
@@ -63,7 +64,7 @@ class RabbitMQAdmin(BrokerAdmin):
         return self._api
 
     def list_queues(self) -> QueueListing:
-        """A paged, column-filtered listing of the vhost's queues plus one call for node alarms: never a
+        """The vhost's queues in one or two column-filtered calls plus one call for node alarms: never a
         call per queue.
 
         Listing thousands of queues costs the broker real CPU, so a poller keeps to a budget: the queue
@@ -98,6 +99,7 @@ class RabbitMQAdmin(BrokerAdmin):
         if started < self._refetch_at:
             return self._items
         self._items = self._fetch_queue_items()
+        self._bindings = {}
         took = time.monotonic() - started
         self._refetch_at = started + max(self._min_interval_s, took / self._budget)
         return self._items
@@ -138,8 +140,8 @@ class RabbitMQAdmin(BrokerAdmin):
 
     def _router(self, queues: Collection[str]) -> Router:
         """Resolve a dead-letter exchange to a queue: the default exchange routes by name; another exchange
-        by its bindings, fetched once per exchange and poll (only for queues that have such a DLX)."""
-        bindings: dict[str, list[tuple[str, str]]] = {}
+        by its bindings, fetched once per exchange and queue fetch (only for queues that have such a DLX)."""
+        bindings = self._bindings
 
         def route(target: DeadLetterTarget, queue: str) -> str | None:
             # Without a dead-letter routing key, RabbitMQ keeps the message's own key: usually the queue name.
