@@ -8,6 +8,7 @@ endpoint without its credentials and says what to check. httpx is imported here 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import time
 from collections.abc import Mapping
@@ -201,7 +202,7 @@ class ManagementClient:
                 "http:// versus https://"
             )
         detail = _detail(exc)
-        if "name or service not known" in detail.lower() or "nodename nor servname" in detail.lower():
+        if _caused_by(exc, socket.gaierror):
             return Unreachable(f"cannot resolve the host of {self.where} ({detail}): check the host name")
         if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
             return Unreachable(f"cannot use {self.where} ({detail}): check the management URL")
