@@ -266,3 +266,33 @@ def test_a_copy_the_broker_refuses_leaves_every_original_of_its_batch_in_place(
     assert code == 4 and "refused 3" in err
     assert doc is not None and (doc["moved"], doc["failed"]) == (0, 5)
     assert [json.loads(b)["n"] for _, b in amqp_queues.drain(src)] == [0, 1, 2, 3, 4]
+
+
+def test_without_the_shovel_plugin_the_move_runs_through_the_client(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    from fakes.management_api import FakeManagementAPI, status
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 5)
+    with FakeManagementAPI() as api:
+        api.fail("/api/parameters/shovel", status(404))
+        api.fail("/api/shovels", status(404, "Object Not Found"))
+        code, doc, err = tq_json("move", src, dst, "--management-url", api.url)
+    assert code == 0 and doc is not None and doc["moved"] == 5
+    assert doc["detail"].startswith("client-side") and "not available" in err
+    assert amqp_queues.depth(dst) == 5
+
+
+def test_a_management_api_failing_on_the_shovel_is_exit_4_and_moves_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    from fakes.management_api import FakeManagementAPI, status
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 5)
+    with FakeManagementAPI() as api:
+        api.fail("/api/parameters/shovel", status(500))
+        code, _, err = tq_json("move", src, dst, "--management-url", api.url)
+    assert code == 4 and "500" in err
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (5, 0)
