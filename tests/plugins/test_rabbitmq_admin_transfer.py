@@ -159,7 +159,7 @@ def test_without_a_filter_the_broker_moves_the_messages_through_a_shovel(
     assert code == 0 and doc is not None
     assert doc["moved"] == 20 and doc["detail"].startswith("server-side")
     assert (amqp_queues.depth(dst), amqp_queues.depth(src)) == (20, 30)
-    code, doc, _ = tq_json("replay", src, "--to", dst)
+    code, doc, _ = tq_json("replay", src, "--to", dst, "--server-side")
     assert code == 0 and doc is not None and doc["detail"].startswith("server-side")
     assert amqp_queues.depth(dst) == 50
 

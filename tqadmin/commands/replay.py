@@ -66,7 +66,8 @@ def _replay(
         unrouted_reason=NO_ORIGIN,
     )
     with ctx.admin() as admin:
-        if want_server_side(args):
+        # Opt-in only: a shovel cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
+        if args.side == "server" and want_server_side(args):
             target = args.to or _single_origin(admin, args)
             if target is not None:
                 report = run_server_side(admin, ctx, "replay", args.source, target, limit=args.limit)

@@ -49,7 +49,7 @@ def add_transfer_options(parser: argparse.ArgumentParser) -> None:
         dest="side",
         action="store_const",
         const="server",
-        help="let the broker move the messages (a RabbitMQ shovel); the default when eligible",
+        help="let the broker move the messages (a RabbitMQ shovel); move's default when eligible",
     )
     path.add_argument(
         "--client-side", dest="side", action="store_const", const="client", help="move through this client"
