@@ -9,31 +9,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
-
-N = TypeVar("N", int, float)
-
-
-def positive(convert: Callable[[str], N]) -> Callable[[str], N]:
-    """An argparse ``type`` for a number greater than 0 (``positive(int)``, ``positive(float)``)."""
-
-    def parse(text: str) -> N:
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a valid number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("must be greater than 0")
-        return value
-
-    return parse
 
 
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:
