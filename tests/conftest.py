@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,3 +28,87 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("TQADMIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
     yield tmp_path
+
+
+class AmqpQueues:
+    """Queues a test declares on the local RabbitMQ, with helpers to fill and read them; deleted after."""
+
+    def __init__(self, unique: str) -> None:
+        import pika
+
+        self._pika = pika
+        self.unique = unique
+        self.connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+        self.channel = self.connection.channel()
+        self.channel.confirm_delivery()
+        self.names: list[str] = []
+
+    def declare(self, suffix: str, arguments: dict[str, object] | None = None) -> str:
+        name = f"test-{self.unique}-{suffix}"
+        self.channel.queue_declare(name, durable=True, arguments=arguments)
+        self.names.append(name)
+        return name
+
+    def name(self, suffix: str) -> str:
+        """A queue name for this test that is not declared (deleted at the end if something creates it)."""
+        name = f"test-{self.unique}-{suffix}"
+        self.names.append(name)
+        return name
+
+    def publish(
+        self, queue: str, body: bytes, headers: dict[str, object] | None = None, **props: object
+    ) -> None:
+        properties = self._pika.BasicProperties(delivery_mode=2, headers=headers, **props)
+        self.channel.basic_publish("", queue, body, properties, mandatory=True)
+
+    def publish_jobs(
+        self, queue: str, count: int, headers: dict[str, object] | None = None, **fields: object
+    ) -> None:
+        import json
+
+        for i in range(count):
+            body = json.dumps({"task_type": fields.get("task_type", "t"), "id": f"job-{i}", "n": i, **fields})
+            self.publish(queue, body.encode(), headers)
+
+    def depth(self, queue: str) -> int:
+        return int(self.channel.queue_declare(queue, passive=True).method.message_count)
+
+    def drain(self, queue: str) -> list[tuple[object, bytes]]:
+        """Take every message (acked): ``(properties, body)`` in queue order."""
+        taken = []
+        while True:
+            method, props, body = self.channel.basic_get(queue, auto_ack=True)
+            if method is None:
+                return taken
+            taken.append((props, body))
+
+    def close(self) -> None:
+        for name in self.names:
+            try:
+                self.channel.queue_delete(name)
+            except Exception:
+                self.channel = self.connection.channel()
+        self.connection.close()
+
+
+@pytest.fixture
+def amqp_queues(unique: str) -> Iterator[AmqpQueues]:
+    """Declare, fill and inspect uniquely named queues on the local RabbitMQ; all deleted after the test."""
+    queues = AmqpQueues(unique)
+    yield queues
+    queues.close()
+
+
+@pytest.fixture
+def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any, str]]:
+    """Run ``tqadmin ARGV --json`` in-process: ``(exit code, parsed stdout or None, stderr)``."""
+    import json
+
+    from tqadmin.cli import main
+
+    def run(*argv: str) -> tuple[int, Any, str]:
+        code = main([*argv, "--json"])
+        captured = capsys.readouterr()
+        return code, (json.loads(captured.out) if captured.out.strip() else None), captured.err
+
+    return run

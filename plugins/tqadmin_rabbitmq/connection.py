@@ -7,10 +7,12 @@ endpoint with its credentials masked and says what to check.
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pika
+import pika.adapters.utils.connection_workflow as cw
 import pika.exceptions as pe
 
 from tqadmin.errors import (
@@ -25,7 +27,8 @@ from tqadmin.errors import (
     Unreachable,
     Unroutable,
 )
-from tqadmin.masking import mask_url
+from tqadmin.masking import mask_text, mask_url
+from tqadmin_rabbitmq.urls import vhost_of
 
 
 def connection_parameters(url: str, timeout_s: float) -> pika.URLParameters:
@@ -65,9 +68,12 @@ def translated(url: str, queue: str | None = None) -> Iterator[None]:
 def translate(exc: BaseException, url: str, queue: str | None = None) -> TqadminError:
     """Map one pika (or socket) exception to the error whose exit code INTERFACE.md gives it."""
     where = f"RabbitMQ at {mask_url(url)}"
-    if isinstance(
-        exc, pe.ProbableAuthenticationError | pe.AuthenticationError | pe.ProbableAccessDeniedError
-    ):
+    if isinstance(exc, pe.ProbableAccessDeniedError):
+        return NotAuthorized(
+            f"{where} refused access to vhost {vhost_of(url)!r}: check that it exists and that the user "
+            "has permissions on it"
+        )
+    if isinstance(exc, pe.ProbableAuthenticationError | pe.AuthenticationError):
         return NotAuthorized(f"{where} refused the login: check the user and password in the broker URL")
     if isinstance(exc, pe.ConnectionBlockedTimeout):
         return Blocked(f"{where} blocks publishers (a memory or disk alarm): see `tqadmin queues` for alarms")
@@ -88,13 +94,42 @@ def translate(exc: BaseException, url: str, queue: str | None = None) -> Tqadmin
                 f"{where} refused access: {exc.reply_text}; check the user, password and vhost"
             )
         return ConnectError(f"{where} closed the connection: {exc.reply_code} {exc.reply_text}")
-    if isinstance(exc, socket.timeout | TimeoutError):
-        return ConnectTimeout(f"{where} did not answer in time: check the host, port and firewall")
-    if isinstance(exc, pe.AMQPConnectionError | OSError | pe.StreamLostError):
-        detail = str(exc) or type(exc).__name__
+    return _connect_failure(exc, where) or BrokerError(f"{where}: unexpected {type(exc).__name__}: {exc}")
+
+
+def _connect_failure(exc: BaseException, where: str) -> TqadminError | None:
+    """Failures to open a connection, told apart by their root cause (pika wraps it two or three deep)."""
+    chain = _chain(exc)
+    root = chain[-1]
+    detail = mask_text(str(root) or type(root).__name__)
+    if isinstance(
+        root, cw.AMQPConnectorStackTimeout | socket.timeout | TimeoutError | pe.AMQPHeartbeatTimeout
+    ):
+        return ConnectTimeout(f"{where} did not answer in time ({detail}): check the host, port and firewall")
+    if any(isinstance(e, ssl.SSLError | cw.AMQPConnectorTransportSetupError) for e in chain):
+        return Unreachable(f"TLS with {where} failed ({detail}): check the certificate, CA and amqp vs amqps")
+    if isinstance(root, socket.gaierror):
+        return Unreachable(f"cannot resolve the host of {where} ({detail}): check the host name")
+    if isinstance(root, pe.IncompatibleProtocolError):
+        return Unreachable(f"{where} does not speak AMQP 0-9-1 ({detail}): check the port (5672 or 5671)")
+    if isinstance(root, OSError | pe.AMQPConnectionError | cw.AMQPConnectorException):
         return Unreachable(
             f"cannot connect to {where} ({detail}): is it running, and are host and port right?"
         )
-    if isinstance(exc, pe.AMQPError):
-        return BrokerError(f"{where}: {type(exc).__name__} {exc}")
-    return BrokerError(f"{where}: unexpected {type(exc).__name__}: {exc}")
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the errors it wraps, outermost first: pika nests the real cause in workflow errors."""
+    chain = [exc]
+    for _ in range(8):
+        if isinstance(exc, cw.AMQPConnectionWorkflowFailed) and exc.exceptions:
+            exc = exc.exceptions[-1]
+        elif isinstance(exc, cw.AMQPConnectorPhaseErrorBase):
+            exc = exc.exception
+        elif type(exc) is pe.AMQPConnectionError and exc.args and isinstance(exc.args[0], BaseException):
+            exc = exc.args[0]
+        else:
+            break
+        chain.append(exc)
+    return chain

@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from tqadmin.errors import ConfigError
+from tqadmin.masking import mask_url
+
 DEFAULT_MANAGEMENT_PORT = 15672
 
 
 @dataclass(frozen=True, slots=True)
 class ManagementEndpoint:
-    base_url: str  # without credentials, ending in '/'
+    base_url: str  # without credentials, ending in '/': safe to show
     username: str
     password: str
 
@@ -31,12 +34,16 @@ def management_endpoint(amqp_url: str, management_url: str | None) -> Management
     password = unquote(broker.password) if broker.password else "guest"
     if management_url:
         api = urlsplit(management_url)
+        if api.scheme not in ("http", "https"):
+            raise ConfigError(
+                f"management URL {mask_url(management_url)!r} must start with http:// or https://"
+            )
         if api.username:
             username = unquote(api.username)
             password = unquote(api.password or "")
         host = api.hostname or "127.0.0.1"
-        port = f":{api.port}" if api.port else ""
-        scheme = api.scheme or "http"
+        port = _port(management_url)
+        scheme = api.scheme
         path = api.path if api.path.endswith("/") else api.path + "/"
     else:
         host = broker.hostname or "127.0.0.1"
@@ -46,3 +53,12 @@ def management_endpoint(amqp_url: str, management_url: str | None) -> Management
     if ":" in host:
         host = f"[{host}]"
     return ManagementEndpoint(urlunsplit((scheme, f"{host}{port}", path, "", "")), username, password)
+
+
+def _port(url: str) -> str:
+    """The explicit ``:port`` of a management URL, or ``""``; a bad one is a config error, not a crash."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        raise ConfigError(f"management URL {mask_url(url)!r} has a bad port") from None
+    return "" if port is None else f":{port}"

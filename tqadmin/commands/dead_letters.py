@@ -1,16 +1,23 @@
-"""`tqadmin dead-letters`: not built yet."""
+"""``tqadmin dead-letters DLQ``: why messages died, grouped with counts; the queue is left as it was."""
 
 from __future__ import annotations
 
 import argparse
 
-from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.admin.scan import GROUP_FIELDS, dead_letter_groups
+from tqadmin.commands.context import CommandContext, table
+from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("queue", metavar="DLQ")
+    parser.add_argument("--group-by", choices=GROUP_FIELDS, default="reason", help="grouping (reason)")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    with ctx.admin() as admin:
+        admin.capabilities.require(Operation.PEEK)
+        groups = dead_letter_groups(admin.open_transfer(args.queue), args.group_by)
+    document = {"queue": args.queue, "groups": [{args.group_by: key, "count": n} for key, n in groups]}
+    ctx.emit(document, lambda: table([args.group_by.upper(), "COUNT"], [[k, n] for k, n in groups]))
+    return 0

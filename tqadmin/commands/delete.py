@@ -1,16 +1,24 @@
-"""`tqadmin delete`: not built yet."""
+"""``tqadmin delete QUEUE --id ID``: delete one message found by job id; the others keep their order."""
 
 from __future__ import annotations
 
 import argparse
 
+from tqadmin.admin.scan import delete_by_id
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("queue", metavar="QUEUE")
+    parser.add_argument(
+        "--id", dest="job_id", required=True, metavar="ID", help="job id (message_id or body id)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    ctx.settings.require_writable("delete")
+    with ctx.admin() as admin:
+        admin.capabilities.require(Operation.DELETE)
+        report = delete_by_id(admin.open_transfer(args.queue), args.queue, args.job_id)
+    return ctx.finish(report)

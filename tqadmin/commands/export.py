@@ -1,16 +1,23 @@
-"""`tqadmin export`: not built yet."""
+"""``tqadmin export QUEUE FILE``: every message to JSONL, bodies and headers preserved; nothing consumed."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from tqadmin.admin.scan import export
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("queue", metavar="QUEUE")
+    parser.add_argument("file", type=Path, metavar="FILE", help="JSONL file to write")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    with ctx.admin() as admin:
+        admin.capabilities.require(Operation.EXPORT)
+        report = export(admin.open_transfer(args.queue), args.queue, args.file)
+    ctx.progress(f"export: {report.moved} message(s) written to {args.file}")
+    return ctx.finish(report)

@@ -1,16 +1,36 @@
-"""`tqadmin move`: not built yet."""
+"""``tqadmin move SRC DST``: move messages, each copy confirmed before its original is acked."""
 
 from __future__ import annotations
 
 import argparse
 
+from tqadmin.admin.transfer import TransferOutcome, to_queue
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.commands.transfer_options import (
+    add_transfer_options,
+    check_target,
+    finish,
+    plan_from,
+    require_writable_unless_dry_run,
+    run_client_side,
+    run_server_side,
+    want_server_side,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("source", metavar="SRC", help="queue to take messages from")
+    parser.add_argument("target", metavar="DST", help="queue to put them in (must exist)")
+    add_transfer_options(parser)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    require_writable_unless_dry_run(args, ctx, "move")
+    check_target("move", args.source, args.target)
+    plan = plan_from(args, action="move", source=args.source, target=args.target, route=to_queue(args.target))
+    with ctx.admin() as admin:
+        if want_server_side(args):
+            report = run_server_side(admin, ctx, "move", args.source, args.target, limit=args.limit)
+            if report is not None:
+                return finish(ctx, TransferOutcome(report))
+        return finish(ctx, run_client_side(admin, ctx, plan))

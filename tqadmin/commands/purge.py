@@ -1,16 +1,51 @@
-"""`tqadmin purge`: not built yet."""
+"""``tqadmin purge QUEUE``: drop every message, after the operator typed the queue's name (or ``--yes``)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+from tqadmin.admin.purge import purge_with_backup
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.errors import ConfirmationRefused
+from tqadmin.plugin.capabilities import Operation
+from tqadmin.plugin.models import ActionReport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("queue", metavar="QUEUE")
+    parser.add_argument("--yes", action="store_true", help="do not ask for the queue name")
+    parser.add_argument(
+        "--backup", type=Path, metavar="FILE", help="write every message to FILE (JSONL) first"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    ctx.settings.require_writable("purge")
+    if not args.yes:
+        confirm(args.queue)
+    with ctx.admin() as admin:
+        admin.capabilities.require(Operation.PURGE)
+        if args.backup is not None:
+            report = purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup)
+        else:
+            purged = admin.purge(args.queue)
+            report = ActionReport(
+                action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged
+            )
+    return ctx.finish(report)
+
+
+def confirm(queue: str) -> None:
+    """Ask for the queue's name on a terminal; anything else refuses (exit 2)."""
+    if not sys.stdin.isatty():
+        raise ConfirmationRefused(
+            f"purge of {queue!r} needs confirmation: run it on a terminal or pass --yes"
+        )
+    print(f"This drops every message of {queue!r}. Type the queue name to confirm: ", end="", file=sys.stderr)
+    answer = sys.stdin.readline().strip()
+    if answer != queue:
+        raise ConfirmationRefused(
+            f"purge of {queue!r} refused: the name typed did not match; nothing was sent"
+        )

@@ -27,10 +27,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def render(listing: QueueListing) -> str:
-    lines = [f"ALARM {a.kind} on {a.node} {a.detail}".rstrip() for a in listing.alarms]
+    lines = [printable(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
     rows = [
         (
-            q.name,
+            printable(q.name),
             q.ready,
             q.unacked,
             q.messages,
@@ -38,8 +38,8 @@ def render(listing: QueueListing) -> str:
             _rate(q.publish_rate),
             _rate(q.deliver_rate),
             _rate(q.ack_rate),
-            None if q.oldest_age_s is None else f"{q.oldest_age_s:.1f}s",
-            q.dlq,
+            age(q.oldest_age_s),
+            None if q.dlq is None else printable(q.dlq),
             q.dlq_messages,
         )
         for q in listing.queues
@@ -61,5 +61,22 @@ def render(listing: QueueListing) -> str:
     return "\n".join(lines)
 
 
-def _rate(value: float | None) -> str | None:
-    return None if value is None else f"{value:.1f}"
+def _rate(value: float | None) -> float | None:
+    """Messages per second to one decimal, kept a number so the table right-aligns it."""
+    return None if value is None else round(value, 1)
+
+
+def age(seconds: float | None) -> str | None:
+    """``42s``, ``3m07s``, ``5h02m``, ``2d03h``: two units are enough to judge how stale a queue is."""
+    if seconds is None:
+        return None
+    whole = int(seconds)
+    for unit, size, sub_unit, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if whole >= size:
+            return f"{whole // size}{unit}{(whole % size) // sub_size:02d}{sub_unit}"
+    return f"{whole}s"
+
+
+def printable(text: str) -> str:
+    """Names come from the broker: show control characters escaped so none can drive the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -1,16 +1,97 @@
-"""`tqadmin replay`: not built yet."""
+"""``tqadmin replay DLQ``: send dead-lettered messages back where they came from, counting the replay.
+
+The server-side path (a shovel) needs one target for every message, so it is taken only with ``--to`` or
+when a look at the queue finds a single original queue; a shovel cannot rewrite headers, so that path does not
+add to ``x-tq-replays`` (the report says so).
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import replace
 
+from tqadmin.admin.scan import distinct_targets
+from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.commands.transfer_options import (
+    add_transfer_options,
+    check_target,
+    finish,
+    plan_from,
+    require_writable_unless_dry_run,
+    run_client_side,
+    run_server_side,
+    want_server_side,
+)
+from tqadmin.errors import UsageError
+from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
+from tqadmin.store import open_store
+
+NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} header and no --to QUEUE"
+SHOVEL_NOTE = "x-tq-replays not incremented (a shovel cannot rewrite headers; use --client-side to count)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("source", metavar="DLQ", help="dead-letter queue to replay from")
+    parser.add_argument("--to", metavar="QUEUE", help="send every message here instead of its original queue")
+    add_transfer_options(parser)
+    parser.add_argument(
+        "--skip-done", action="store_true", help="leave jobs the completion store marks done in the DLQ"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    require_writable_unless_dry_run(args, ctx, "replay")
+    check_target("replay", args.source, args.to)
+    with ExitStack() as stack:
+        already_done = completion_lookup(ctx, stack) if args.skip_done else None
+        return _replay(args, ctx, already_done)
+
+
+def _replay(
+    args: argparse.Namespace, ctx: CommandContext, already_done: Callable[[Sequence[str]], set[str]] | None
+) -> int:
+    route = replay_route(args.to)
+    plan = plan_from(
+        args,
+        action="replay",
+        source=args.source,
+        target=args.to,
+        route=route,
+        rewrite=count_replay,
+        already_done=already_done,
+        unrouted_reason=NO_ORIGIN,
+    )
+    with ctx.admin() as admin:
+        # Opt-in only: a shovel cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
+        if args.side == "server" and want_server_side(args):
+            target = args.to or _single_origin(admin, args)
+            if target is not None:
+                report = run_server_side(admin, ctx, "replay", args.source, target, limit=args.limit)
+                if report is not None:
+                    return finish(ctx, TransferOutcome(_noted(report)))
+        return finish(ctx, run_client_side(admin, ctx, plan))
+
+
+def _single_origin(admin: BrokerAdmin, args: argparse.Namespace) -> str | None:
+    """The one original queue of every message in the DLQ, or ``None`` (then the client path runs)."""
+    targets = distinct_targets(admin.open_transfer(args.source), replay_route(None))
+    if len(targets) == 1 and None not in targets:
+        return targets.pop()
+    if args.side == "server":
+        raise UsageError("--server-side is not possible here: the messages have different original queues")
+    return None
+
+
+def _noted(report: ActionReport) -> ActionReport:
+    return replace(report, detail=f"{report.detail}; {SHOVEL_NOTE}")
+
+
+def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequence[str]], set[str]]:
+    """``done_among`` of the configured completion store (``--store``), closed when the run ends."""
+    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    stack.callback(store.close)
+    return lambda ids: set(store.done_among(ids))

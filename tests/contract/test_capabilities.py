@@ -1,0 +1,113 @@
+"""Every plugin honours what it declares: a declared operation works, an undeclared one raises NotSupported.
+
+Run against each plugin's real server through the harnesses in ``contract_harness.py``; the second half
+checks the contract's defaults with a plugin that declares nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import ClassVar
+
+import pytest
+from contract_harness import HARNESSES, Harness  # the harnesses sit beside this file
+
+from tqadmin.errors import NotSupported
+from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.models import Message, QueueListing
+
+BODIES = [b'{"task_type": "t", "id": "a"}', b'{"task_type": "t", "id": "b"}', b"\x00\xff"]
+
+
+@pytest.fixture(params=sorted(HARNESSES))
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    h = HARNESSES[request.param]()
+    yield h
+    h.close()
+
+
+def check_peek(h: Harness, admin: BrokerAdmin) -> None:
+    q = h.make_queue(BODIES)
+    result = admin.peek(q, 2)
+    assert [m.body for m in result.messages] == BODIES[:2]
+    assert result.cost == admin.capabilities.peek_cost != ""
+    assert h.depth(q) == 3
+
+
+def check_transfer(h: Harness, admin: BrokerAdmin) -> None:
+    src, dst = h.make_queue(BODIES), h.make_queue([])
+    with admin.open_transfer(src) as session:
+        assert session.count_at_start() == 3
+        first = session.fetch(2)
+        session.publish_confirmed([(dst, d.message) for d in first])
+        session.ack(first)
+        rest = session.fetch(10)
+        assert [d.message.body for d in rest] == BODIES[2:]
+        assert session.fetch(10) == []
+    assert (h.depth(src), h.depth(dst)) == (1, 2)
+
+
+def check_publish(h: Harness, admin: BrokerAdmin) -> None:
+    q = h.make_queue([])
+    with admin.open_transfer(q) as session:
+        session.publish_confirmed([(q, Message(body=b"x"))])
+    assert h.depth(q) == 1
+
+
+def check_purge(h: Harness, admin: BrokerAdmin) -> None:
+    q = h.make_queue(BODIES)
+    assert admin.purge(q) == 3
+    assert h.depth(q) == 0
+
+
+def check_server_side_move(h: Harness, admin: BrokerAdmin) -> None:
+    src, dst = h.make_queue(BODIES), h.make_queue([])
+    report = admin.server_side_move(src, dst, None)
+    assert report is not None and report.moved == 3
+    assert (h.depth(src), h.depth(dst)) == (0, 3)
+
+
+CHECKS: dict[Operation, Callable[[Harness, BrokerAdmin], None]] = {
+    Operation.PEEK: check_peek,
+    Operation.MOVE: check_transfer,
+    Operation.REPLAY: check_transfer,
+    Operation.EXPORT: check_transfer,
+    Operation.DELETE: check_transfer,
+    Operation.IMPORT: check_publish,
+    Operation.PUBLISH: check_publish,
+    Operation.PURGE: check_purge,
+    Operation.SERVER_SIDE_MOVE: check_server_side_move,
+}
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.parametrize("operation", list(Operation))
+def test_every_declared_operation_works_and_every_other_raises_not_supported(
+    harness: Harness, operation: Operation
+) -> None:
+    with harness.admin() as admin:
+        if admin.capabilities.supports(operation):
+            CHECKS[operation](harness, admin)
+        else:
+            with pytest.raises(NotSupported):
+                CHECKS[operation](harness, admin)
+
+
+class ListOnly(BrokerAdmin):
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        supported=frozenset(), reasons=((Operation.PEEK, "this broker cannot look without taking"),)
+    )
+
+    def list_queues(self) -> QueueListing:
+        return QueueListing(queues=())
+
+
+def test_a_plugin_that_declares_nothing_raises_not_supported_with_its_reason() -> None:
+    admin = ListOnly()
+    with pytest.raises(NotSupported, match="cannot look without taking"):
+        admin.peek("q", 1)
+    for call in (lambda: admin.open_transfer("q"), lambda: admin.purge("q")):
+        with pytest.raises(NotSupported):
+            call()
+    assert admin.server_side_move("a", "b", None) is None

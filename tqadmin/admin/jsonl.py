@@ -1,0 +1,60 @@
+"""JSONL files of messages (export, purge backups, import): one :meth:`Message.to_json` object a line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from tqadmin.errors import UsageError
+from tqadmin.plugin.models import Message
+
+
+class MessageWriter:
+    """Appends messages to a JSONL file; :meth:`sync` makes what was written durable. Use with ``closing``.
+
+    A purge acks a batch only after ``sync`` returned, so a crash never loses a message that was not on
+    disk yet.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._file = path.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {path}: {exc.strerror}; check the directory and permissions"
+            ) from None
+
+    def write(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self._file.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+
+    def sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.sync()
+            self._file.close()
+
+
+def read_messages(path: Path) -> list[Message]:
+    """Every message of a JSONL file, or a :class:`UsageError` naming the first bad line: all or nothing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text; expected JSONL written by `tqadmin export`") from None
+    messages = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            messages.append(Message.from_json(json.loads(line)))
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"{path}, line {number}: {exc}; nothing was sent") from None
+    return messages

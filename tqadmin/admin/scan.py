@@ -1,0 +1,84 @@
+"""Read a queue without consuming it, and the actions built on that: export, dead-letter groups, delete one.
+
+A scan fetches up to the count at start and acks nothing, so closing the session puts every message back;
+on RabbitMQ they keep their positions but are marked redelivered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+from tqadmin.admin.jsonl import MessageWriter
+from tqadmin.errors import MessageNotFound
+from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, Message
+
+BATCH = 500
+GROUP_FIELDS = ("reason", "error", "task_type")
+
+
+def scan(session: TransferSession, batch: int = BATCH) -> Iterator[Delivery]:
+    """Every delivery up to the count at start, oldest first; none is acked."""
+    while deliveries := session.fetch(batch):
+        yield from deliveries
+
+
+def export(session: TransferSession, queue: str, path: Path) -> ActionReport:
+    """Write every message of ``queue`` to ``path`` and leave the queue as it was."""
+    with session, closing(MessageWriter(path)) as writer:
+        count = 0
+        for delivery in scan(session):
+            writer.write([delivery.message])
+            count += 1
+    return ActionReport(action="export", source=queue, target=str(path), matched=count, moved=count)
+
+
+def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionReport:
+    """Ack the one message whose job id is ``job_id``; every other one is released to its position."""
+    with session:
+        for delivery in scan(session):
+            if delivery.message.id == job_id:
+                session.ack([delivery])
+                return ActionReport(action="delete", source=queue, target=queue, matched=1, moved=1)
+    raise MessageNotFound(f"no message with id {job_id!r} in queue {queue!r}; nothing was deleted")
+
+
+def group_key(message: Message, by: str) -> str:
+    """Why a message died, by ``reason``, ``error`` or ``task_type``; RabbitMQ's ``x-death`` as fallback."""
+    if by == "task_type":
+        job = message.job()
+        value = job.get("task_type") if job else None
+        return str(value) if value is not None else "(not a job)"
+    header = HEADER_REASON if by == "reason" else HEADER_ERROR
+    value = message.headers.get(header)
+    if value is not None:
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    death = _first_death(message)
+    if death is not None:
+        reason = death.get("reason")
+        reason = reason.decode() if isinstance(reason, bytes) else reason
+        return f"{reason} (x-death)" if by == "reason" else f"dead-lettered by the broker: {reason}"
+    return "(unknown)"
+
+
+def _first_death(message: Message) -> dict[str, object] | None:
+    deaths = message.headers.get("x-death")
+    if isinstance(deaths, list) and deaths and isinstance(deaths[0], dict):
+        return deaths[0]
+    return None
+
+
+def dead_letter_groups(session: TransferSession, by: str) -> list[tuple[str, int]]:
+    """Counts per group, largest first; the queue is left as it was."""
+    with session:
+        counts = Counter(group_key(d.message, by) for d in scan(session))
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def distinct_targets(session: TransferSession, route: Callable[[Message], str | None]) -> set[str | None]:
+    """Every target ``route`` gives the messages of the queue (``None`` for those without one)."""
+    with session:
+        return {route(d.message) for d in scan(session)}
