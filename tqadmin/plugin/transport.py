@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from tqadmin.errors import TqadminError
+from tqadmin.plugin.base import Closing
 
 TASK_EXCHANGE = "task_exchange"
 
@@ -123,7 +123,7 @@ class Consumer(ABC):
         (confirmed), then ack the original; blocks until both happened."""
 
 
-class BrokerTransport(AbstractContextManager["BrokerTransport"], ABC):
+class BrokerTransport(Closing):
     """The pipeline face of one broker, opened for one queue's producers or consumers."""
 
     @abstractmethod
@@ -154,10 +154,3 @@ class BrokerTransport(AbstractContextManager["BrokerTransport"], ABC):
         deliveries of a closed channel themselves; brokers with visibility timeouts override this.
         """
         return 0
-
-    @abstractmethod
-    def close(self) -> None:
-        """Close connections."""
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
