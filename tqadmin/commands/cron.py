@@ -1,16 +1,132 @@
-"""`tqadmin cron`: not built yet."""
+"""``tqadmin cron``: run the distributed cron until SIGTERM, then hand the lease over at once."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.errors import UsageError
+from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
+from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Publish, Scheduler
+from tqadmin.store.lease import open_cron_store
+
+SINK_ENV = "TQADMIN_CRON_SINK"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("--schedule", required=True, type=Path, metavar="FILE.toml", help="the schedule file")
+    parser.add_argument(
+        "--instance-id",
+        default=None,
+        metavar="ID",
+        help="this instance's name in the store (default: HOST-PID)",
+    )
+    parser.add_argument(
+        "--lock-ttl",
+        dest="lock_ttl_s",
+        type=float,
+        default=DEFAULT_LOCK_TTL_S,
+        metavar="S",
+        help=f"leader lease in seconds, renewed every third of it (default {DEFAULT_LOCK_TTL_S:g})",
+    )
+    add_namespace_option(parser)
+
+
+def add_namespace_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--namespace",
+        default="default",
+        metavar="NAME",
+        help="cron group in the store: instances of one namespace share one lease (default 'default')",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    ctx.settings.require_writable("cron")
+    if not 0.5 <= args.lock_ttl_s <= 3600:
+        raise UsageError("--lock-ttl must be between 0.5 and 3600 seconds")
+    schedules = load_schedules(args.schedule)
+    instance = args.instance_id or f"{socket.gethostname()}-{os.getpid()}"
+    logger = _logger(instance, ctx.settings.verbose)
+    _warn_short_graces(schedules, args.lock_ttl_s, logger)
+    store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s)
+    try:
+        with _publisher(ctx) as publish:
+            scheduler = Scheduler(
+                schedules, store, publish, instance=instance, lock_ttl_s=args.lock_ttl_s, logger=logger
+            )
+            stop = threading.Event()
+            with _stop_on_signals(stop):
+                logger.info("running %d schedule(s) from %s", len(schedules), args.schedule)
+                scheduler.run(stop)
+    finally:
+        store.close()
+    return 0
+
+
+@contextmanager
+def _publisher(ctx: CommandContext) -> Iterator[Publish]:
+    sink = os.environ.get(SINK_ENV)
+    if sink:
+        from tqadmin.store.redis_sink import RedisListSink
+
+        recorder = RedisListSink(sink, ctx.settings.timeout_s)
+        try:
+            yield recorder
+        finally:
+            recorder.close()
+        return
+    from tqadmin.pipeline.cron.publishing import TransportPublish
+
+    with ctx.plugin().transport(ctx.broker_config()) as transport:
+        yield TransportPublish(transport)
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT end the loop cleanly so the lease is released, not left to expire."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signals = (signal.SIGTERM, signal.SIGINT)
+    previous = [signal.signal(sig, handler) for sig in signals]
+    try:
+        yield
+    finally:
+        for sig, old in zip(signals, previous, strict=True):
+            signal.signal(sig, old)
+
+
+def _logger(instance: str, verbose: bool) -> logging.Logger:
+    logger = logging.getLogger("tqadmin.cron")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s cron[{instance}] %(levelname)s %(message)s"))
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+    return logger
+
+
+def _warn_short_graces(schedules: tuple[Schedule, ...], lock_ttl_s: float, logger: logging.Logger) -> None:
+    failover = lock_ttl_s * 4 / 3
+    for schedule in schedules:
+        if schedule.misfire_grace < failover:
+            logger.warning(
+                "%s: misfire_grace %gs is shorter than a failover (up to %.0fs with --lock-ttl %g): "
+                "ticks due while a dead leader's lease runs out will be skipped",
+                schedule.name,
+                schedule.misfire_grace,
+                failover,
+                lock_ttl_s,
+            )

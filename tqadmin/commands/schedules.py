@@ -1,16 +1,70 @@
-"""`tqadmin schedules`: not built yet."""
+"""``tqadmin schedules``: each schedule's next and last fire, lateness, and who leads with which token."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.cron import add_namespace_option
+from tqadmin.pipeline.cron.schedule import load_schedules
+from tqadmin.pipeline.cron.status import CronStatus, iso, read_status
+from tqadmin.store.lease import open_cron_store
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument(
+        "--schedule",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="a schedule file (default: the schedules running cron instances registered in the store)",
+    )
+    add_namespace_option(parser)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    file_schedules = load_schedules(args.schedule) if args.schedule else ()
+    store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s)
+    try:
+        status = read_status(store, file_schedules)
+    finally:
+        store.close()
+    ctx.emit(status.to_json(), lambda: render(status))
+    return 0
+
+
+def render(status: CronStatus) -> str:
+    leader = status.leader
+    if leader is None:
+        head = f"leader: none (the lease is free; latest fencing token {status.fencing_token})"
+    else:
+        head = (
+            f"leader: {leader.instance}  fencing token {leader.token}  lease age {leader.lease_age_s:.1f}s"
+            f"  expires in {leader.expires_in_s:.1f}s"
+        )
+    lines = [head]
+    if status.instances:
+        names = ", ".join(f"{i.instance} ({i.last_seen_age_s:.0f}s ago)" for i in status.instances)
+        lines.append(f"instances: {names}")
+    if status.pending:
+        lines.append(f"pending: {status.pending} tick(s) claimed but not yet confirmed")
+    rows = [
+        (
+            r.name,
+            r.cron,
+            r.timezone,
+            r.queue,
+            iso(r.next_fire),
+            iso(r.last_fire),
+            None if r.lateness_s is None else f"{r.lateness_s:.2f}s",
+            r.missed,
+            r.last_fencing_token,
+        )
+        for r in status.rows
+    ]
+    headers = ("SCHEDULE", "CRON", "TZ", "QUEUE", "NEXT FIRE", "LAST FIRE", "LATE", "MISSED", "TOKEN")
+    lines.append(
+        table(headers, rows) if rows else "no schedules (give --schedule FILE, or start tqadmin cron)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""A fake clock and an in-memory CronStore with the Redis store's semantics, for scheduler unit tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqadmin.errors import Unreachable
+from tqadmin.pipeline.job import Job
+from tqadmin.store.lease import (
+    CronStore,
+    FiredTick,
+    LeaderInfo,
+    Lease,
+    Registration,
+    TickOutcome,
+    TickRecord,
+    TickState,
+)
+
+START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, a whole minute
+
+
+class FakeClock:
+    """Wall and monotonic time that move only when told (or when a scheduler sleeps)."""
+
+    def __init__(self, start: float = START) -> None:
+        self.wall = start
+        self.mono = 1000.0
+
+    def time(self) -> float:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+    def sleep(self, seconds: float, interrupt: threading.Event) -> None:
+        self.advance(seconds)
+
+
+@dataclass
+class MemoryCronStore(CronStore):
+    """Leases expire on the fake clock; ``down`` makes every call fail like an unreachable Redis."""
+
+    clock: FakeClock
+    namespace: str = "test"
+    down: bool = False
+    lease_value: tuple[int, str] | None = None
+    lease_expires: float = 0.0
+    acquired_at: float = 0.0
+    renewed_at: float = 0.0
+    fence: int = 0
+    ticks: dict[tuple[str, int], TickRecord] = field(default_factory=dict)
+    pending_ticks: set[tuple[str, int]] = field(default_factory=set)
+    cursor: dict[str, int] = field(default_factory=dict)
+    fired: dict[str, FiredTick] = field(default_factory=dict)
+    missed: dict[str, int] = field(default_factory=dict)
+    registry: dict[str, tuple[float, tuple[Mapping[str, Any], ...]]] = field(default_factory=dict)
+
+    def _check(self) -> None:
+        if self.down:
+            raise Unreachable("cannot reach state store memory://")
+        if self.lease_value is not None and self.clock.time() >= self.lease_expires:
+            self.lease_value = None
+
+    def _current(self, lease: Lease) -> bool:
+        return self.lease_value == (lease.token, lease.instance) and self.fence == lease.token
+
+    def acquire(self, instance: str, ttl_s: float) -> Lease | None:
+        self._check()
+        if self.lease_value is not None:
+            return None
+        self.fence += 1
+        self.lease_value = (self.fence, instance)
+        self.lease_expires = self.clock.time() + ttl_s
+        self.acquired_at = self.renewed_at = self.clock.time()
+        return Lease(instance, self.fence, ttl_s)
+
+    def renew(self, lease: Lease) -> bool:
+        self._check()
+        if self.lease_value != (lease.token, lease.instance):
+            return False
+        self.lease_expires = self.clock.time() + lease.ttl_s
+        self.renewed_at = self.clock.time()
+        return True
+
+    def release(self, lease: Lease) -> None:
+        self._check()
+        if self.lease_value == (lease.token, lease.instance):
+            self.lease_value = None
+
+    def leader(self) -> LeaderInfo | None:
+        self._check()
+        if self.lease_value is None:
+            return None
+        token, instance = self.lease_value
+        now = self.clock.time()
+        return LeaderInfo(instance, token, self.acquired_at, self.renewed_at, self.lease_expires - now, now)
+
+    def fencing_token(self) -> int:
+        self._check()
+        return self.fence
+
+    def claim_tick(self, lease: Lease, name: str, scheduled: int, keep_s: float) -> TickOutcome:
+        self._check()
+        if not self._current(lease):
+            return TickOutcome.STALE
+        if (name, scheduled) in self.ticks:
+            return TickOutcome.DUPLICATE
+        self.ticks[(name, scheduled)] = TickRecord(
+            name, scheduled, TickState.CLAIMED, lease.token, lease.instance
+        )
+        self.pending_ticks.add((name, scheduled))
+        return TickOutcome.CLAIMED
+
+    def reclaim_tick(self, lease: Lease, name: str, scheduled: int, keep_s: float) -> TickOutcome:
+        self._check()
+        if not self._current(lease):
+            return TickOutcome.STALE
+        if (name, scheduled) not in self.pending_ticks:
+            return TickOutcome.DUPLICATE
+        self.ticks[(name, scheduled)] = TickRecord(
+            name, scheduled, TickState.CLAIMED, lease.token, lease.instance
+        )
+        return TickOutcome.CLAIMED
+
+    def mark_fired(self, lease: Lease, name: str, scheduled: int, keep_s: float) -> None:
+        self._check()
+        current = self.ticks.get((name, scheduled))
+        if current is None or current.token <= lease.token:
+            self.ticks[(name, scheduled)] = TickRecord(
+                name, scheduled, TickState.FIRED, lease.token, lease.instance
+            )
+        self.pending_ticks.discard((name, scheduled))
+        self.cursor[name] = max(self.cursor.get(name, -1), scheduled)
+        last = self.fired.get(name)
+        if last is None or scheduled > last.scheduled:
+            self.fired[name] = FiredTick(name, scheduled, self.clock.time(), lease.token, lease.instance)
+
+    def mark_missed(self, lease: Lease, name: str, through: int, count: int) -> bool:
+        self._check()
+        if not self._current(lease):
+            return False
+        self.missed[name] = self.missed.get(name, 0) + count
+        self.cursor[name] = max(self.cursor.get(name, -1), through)
+        return True
+
+    def arm(self, name: str, cursor: int) -> int:
+        self._check()
+        return self.cursor.setdefault(name, cursor)
+
+    def cursors(self, names: Iterable[str]) -> dict[str, int]:
+        self._check()
+        return {n: self.cursor[n] for n in names if n in self.cursor}
+
+    def pending(self) -> list[TickRecord]:
+        self._check()
+        return [self.ticks[k] for k in sorted(self.pending_ticks, key=lambda k: k[1])]
+
+    def drop_pending(self, name: str, scheduled: int) -> None:
+        self.pending_ticks.discard((name, scheduled))
+
+    def tick(self, name: str, scheduled: int) -> TickRecord | None:
+        return self.ticks.get((name, scheduled))
+
+    def last_fired(self) -> dict[str, FiredTick]:
+        self._check()
+        return dict(self.fired)
+
+    def missed_counts(self) -> dict[str, int]:
+        self._check()
+        return dict(self.missed)
+
+    def register(self, instance: str, schedules: Iterable[Mapping[str, Any]]) -> None:
+        self._check()
+        self.registry[instance] = (self.clock.time(), tuple(schedules))
+
+    def heartbeat(self, instance: str) -> None:
+        self._check()
+        _, schedules = self.registry.get(instance, (0.0, ()))
+        self.registry[instance] = (self.clock.time(), schedules)
+
+    def registrations(self) -> list[Registration]:
+        self._check()
+        rows = [Registration(i, seen, s) for i, (seen, s) in self.registry.items()]
+        return sorted(rows, key=lambda r: -r.last_seen)
+
+    def forget_instances(self, seen_before: float) -> int:
+        stale = [i for i, (seen, _) in self.registry.items() if seen < seen_before]
+        for instance in stale:
+            del self.registry[instance]
+        return len(stale)
+
+    def now(self) -> float:
+        self._check()
+        return self.clock.time()
+
+    def close(self) -> None:
+        pass
+
+
+class Recorder:
+    """A publish function that records (queue, job) and can be told to fail like a broker that is down."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, Job]] = []
+        self.failing = False
+
+    def __call__(self, queue: str, job: Job) -> None:
+        if self.failing:
+            raise Unreachable("cannot reach broker amqp://127.0.0.1:5672")
+        self.published.append((queue, job))
+
+    @property
+    def ids(self) -> list[str]:
+        return [job.id for _, job in self.published]

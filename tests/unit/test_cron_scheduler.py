@@ -1,0 +1,293 @@
+"""The scheduler's leadership and firing rules, under a fake clock with an in-memory store."""
+
+import logging
+import random
+import threading
+
+import pytest
+from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
+
+from tqadmin.errors import Unreachable
+from tqadmin.pipeline.cron.schedule import Schedule
+from tqadmin.pipeline.cron.scheduler import Scheduler
+from tqadmin.store.lease import TickRecord, TickState
+
+TTL = 3.0
+EVERY_SECOND = Schedule("beat", "* * * * * *", "q", "ping", {"zone": "eu"}, misfire_grace=10)
+
+
+class World:
+    """One store, one clock, several cron instances each with its own recorder."""
+
+    def __init__(self, *schedules: Schedule) -> None:
+        self.clock = FakeClock()
+        self.store = MemoryCronStore(self.clock)
+        self.schedules = schedules or (EVERY_SECOND,)
+        self.recorders: dict[str, Recorder] = {}
+        self.instances: dict[str, Scheduler] = {}
+        self.last_step = self.clock.time()
+
+    def add(self, name: str) -> Scheduler:
+        self.recorders[name] = Recorder()
+        self.instances[name] = Scheduler(
+            self.schedules,
+            self.store,
+            self.recorders[name],
+            instance=name,
+            lock_ttl_s=TTL,
+            clock=self.clock,
+            rng=random.Random(7),
+            logger=logging.getLogger(f"test.cron.{name}"),
+        )
+        return self.instances[name]
+
+    def run(self, seconds: float, *names: str) -> None:
+        """Step the named instances (all by default) for ``seconds`` of fake time, 0.1 s apart."""
+        active = [self.instances[n] for n in (names or self.instances)]
+        end = self.clock.time() + seconds
+        while self.clock.time() < end:
+            for scheduler in active:
+                scheduler.step()
+            self.last_step = self.clock.time()
+            self.clock.advance(0.1)
+
+    def every_tick_so_far(self) -> list[str]:
+        """Every tick from the first second after the start up to the last step, once each."""
+        return [f"cron:beat:{t}" for t in range(int(START) + 1, int(self.last_step) + 1)]
+
+    def ids(self) -> list[str]:
+        return [i for r in self.recorders.values() for i in r.ids]
+
+    def leader(self) -> str | None:
+        info = self.store.leader()
+        return info.instance if info else None
+
+
+def test_one_instance_fires_each_tick_once_with_the_job_fields() -> None:
+    world = World()
+    world.add("a")
+    world.run(5.05)
+    queue, job = world.recorders["a"].published[0]
+    assert queue == "q"
+    assert job.task_type == "ping" and job.retry_count == 0
+    assert dict(job.fields) == {"zone": "eu", "scheduled": START + 1, "fencing_token": 1, "instance": "a"}
+    assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_first_start_fires_no_history() -> None:
+    world = World()
+    world.clock.advance(0.5)
+    world.add("a").step()
+    assert world.ids() == []
+
+
+def test_of_several_instances_only_the_leader_fires() -> None:
+    world = World()
+    for name in "abc":
+        world.add(name)
+    world.run(10)
+    assert world.leader() == "a"
+    assert world.recorders["b"].published == world.recorders["c"].published == []
+    assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_dead_leaders_missed_ticks_are_fired_late_by_the_next_leader_exactly_once() -> None:
+    world = World()
+    world.add("a")
+    world.add("b")
+    world.run(3)
+    world.run(6, "b")  # "a" is dead: never stepped again; its lease runs out, "b" takes over
+    assert world.leader() == "b"
+    assert world.store.fencing_token() == 2
+    assert world.ids() == world.every_tick_so_far()
+    assert world.recorders["b"].published[0][1].fields["fencing_token"] == 2
+
+
+def test_a_leader_paused_past_its_lease_wakes_up_and_fires_nothing() -> None:
+    world = World()
+    paused = world.add("a")
+    world.add("b")
+    world.run(2)
+    world.run(6, "b")  # SIGSTOP on "a"
+    fired_by_a = list(world.recorders["a"].ids)
+    paused.step()  # SIGCONT: its lease deadline has passed
+    assert paused.lease is None
+    assert world.recorders["a"].ids == fired_by_a
+    world.run(3)
+    assert world.recorders["a"].ids == fired_by_a
+    assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_stale_token_cannot_claim_even_when_the_local_deadline_is_fooled() -> None:
+    world = World()
+    stale = world.add("a")
+    world.add("b")
+    world.run(2)
+    world.run(6, "b")
+    stale._valid_until = float("inf")  # pretend its own clock lied: the store's fencing check still refuses
+    stale._next_renew = float("inf")
+    stale._tracks["beat"].next_fire_at = 0
+    before = list(world.recorders["a"].ids)
+    stale.step()
+    assert world.recorders["a"].ids == before
+    assert stale.lease is None
+
+
+def test_a_tick_claimed_by_a_leader_that_died_before_the_publish_is_republished() -> None:
+    world = World()
+    world.add("a")
+    world.add("b")
+    world.run(2.05)
+    world.recorders["a"].failing = True  # the publish of the next tick never confirms...
+    world.clock.advance(1)
+    world.instances["a"].step()  # ...and then "a" dies with the tick claimed
+    (pending,) = world.store.pending()
+    assert pending.state is TickState.CLAIMED and pending.instance == "a"
+    world.run(6, "b")
+    assert world.store.pending() == []
+    assert pending.id in world.recorders["b"].ids
+    assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_publish_failure_is_retried_by_the_same_leader_without_losing_the_tick() -> None:
+    world = World()
+    world.add("a")
+    world.run(2.05)
+    world.recorders["a"].failing = True
+    world.run(2)
+    world.recorders["a"].failing = False
+    world.run(2)
+    assert sorted(world.ids()) == world.every_tick_so_far()
+    assert world.store.pending() == []
+
+
+def test_ticks_older_than_the_grace_are_skipped_and_counted_as_missed() -> None:
+    short = Schedule("beat", "* * * * * *", "q", "ping", misfire_grace=2)
+    world = World(short)
+    world.add("a")
+    world.add("b")
+    world.run(2.05)
+    world.run(8, "b")  # takeover takes about ttl + ttl / 3 = 4 s, longer than the grace
+    ids = world.ids()
+    assert world.store.missed_counts()["beat"] >= 1
+    fired = sorted(int(i.rsplit(":", 1)[1]) for i in ids)
+    assert len(fired) == len(set(fired))
+    gap = set(range(fired[0], fired[-1] + 1)) - set(fired)
+    assert len(gap) == world.store.missed_counts()["beat"]
+
+
+def test_a_graceful_stop_releases_the_lease_so_another_takes_over_at_once() -> None:
+    world = World()
+    a = world.add("a")
+    world.add("b")
+    world.run(1)
+    stop = threading.Event()
+    stop.set()
+    a.run(stop)
+    assert world.store.leader() is None
+    world.run(1.5, "b")
+    assert world.leader() == "b"
+
+
+def test_every_takeover_gets_a_larger_token() -> None:
+    world = World()
+    for name in "abc":
+        world.add(name)
+    tokens = []
+    for victim in "abc":
+        world.run(6)
+        assert world.leader() == victim
+        tokens.append(world.store.fencing_token())
+        world.instances.pop(victim)
+    assert tokens == [1, 2, 3]
+
+
+def test_an_unreachable_store_backs_off_with_jitter_and_steps_down_past_the_deadline(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    world = World()
+    a = world.add("a")
+    world.run(1)
+    world.store.down = True
+    waits = []
+    for _ in range(5):
+        waits.append(a.step())
+        world.clock.advance(waits[-1])
+    assert all(0 < w <= 10 for w in waits)
+    world.clock.advance(TTL)
+    a.step()
+    assert a.lease is None
+    assert "cannot reach state store" in caplog.text
+    world.store.down = False
+    world.run(5)
+    assert world.leader() == "a"
+
+
+def test_schedules_with_splay_fire_after_their_offset() -> None:
+    spread = tuple(
+        Schedule(f"report-{i}", "0 * * * * *", "q", "t", splay=20, misfire_grace=30) for i in range(200)
+    )
+    world = World(*spread)
+    world.clock.advance(60 - (START % 60) - 1)  # a second before the minute
+    world.add("a")
+    fired_at: dict[str, float] = {}
+
+    def publish(queue: str, job: object) -> None:
+        fired_at[job.id] = world.clock.time()  # type: ignore[attr-defined]
+
+    world.instances["a"]._publish = publish
+    world.run(30)
+    assert len(fired_at) == 200
+    seconds = {int(t) for t in fired_at.values()}
+    assert len(seconds) >= 18  # spread over the 20-second splay window, not all at the top of the minute
+
+
+def test_a_broker_outage_longer_than_the_lease_keeps_the_leader_and_skips_only_what_is_past_the_grace() -> (
+    None
+):
+    world = World()
+    a = world.add("a")
+    world.add("b")
+    world.run(1.05)
+    world.recorders["a"].failing = True
+    world.run(30)  # the broker is down for 30 s, three times the grace
+    assert world.leader() == "a" and world.store.fencing_token() == 1
+    world.recorders["a"].failing = False
+    world.run(3)
+    fired = sorted(int(i.rsplit(":", 1)[1]) for i in world.ids())
+    assert len(fired) == len(set(fired))
+    skipped = set(range(fired[0], fired[-1] + 1)) - set(fired)
+    assert len(skipped) == world.store.missed_counts()["beat"] > 0
+    assert max(fired) == int(world.last_step) and a.lease is not None
+
+
+def test_a_store_error_right_after_election_neither_loses_the_lease_nor_invents_missed_ticks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    a = world.add("a")
+    real_cursors = world.store.cursors
+    calls = []
+
+    def flaky_cursors(names: object) -> dict[str, int]:
+        calls.append(names)
+        if len(calls) == 1:
+            raise Unreachable("cannot reach state store memory://")
+        return real_cursors(names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(world.store, "cursors", flaky_cursors)
+    world.run(4)
+    assert a.lease is not None and world.store.fencing_token() == 1
+    assert world.store.missed_counts() == {}
+    assert world.ids() == world.every_tick_so_far()
+
+
+def test_a_pending_tick_of_a_removed_schedule_is_dropped_once_its_record_expired() -> None:
+    world = World()
+    world.store.pending_ticks.add(("gone", 5))
+    world.store.pending_ticks.add(("other", 6))
+    world.store.ticks[("gone", 5)] = TickRecord("gone", 5, TickState.CLAIMED, 0, "")
+    world.store.ticks[("other", 6)] = TickRecord("other", 6, TickState.CLAIMED, 3, "cron-new")
+    world.add("a")
+    world.run(1)
+    assert world.store.pending_ticks == {("other", 6)}

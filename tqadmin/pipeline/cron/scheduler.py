@@ -1,0 +1,300 @@
+"""The scheduler loop: lead through the store's lease, fire due ticks exactly once, step down when stale.
+
+One step does, in order: keep or seek the lease, re-publish ticks a dead or failed leader left claimed but
+unconfirmed, then fire what is due. A tick is fired as *claim (fenced, atomic with the dedup record) → publish
+with confirmation → mark fired*; a crash between claim and confirmation leaves it pending, and whoever leads
+next publishes it again under the same job id (a duplicate at worst, never a loss).
+
+The loop keeps a local deadline for its lease measured on the monotonic clock from *before* each acquire or
+renew call. Past that deadline it stops firing at once, without asking the store: a leader that was paused
+(SIGSTOP, GC, a VM migration) wakes up, sees its deadline gone and steps down, and the store's fencing check
+catches whatever slips through that check. Every side effect goes through injected objects (clock, store,
+publish), so the whole policy runs under a fake clock in unit tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tqadmin.errors import TqadminError
+from tqadmin.pipeline.cron.misfire import plan
+from tqadmin.pipeline.cron.schedule import Schedule
+from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTANCES_AFTER_S
+from tqadmin.pipeline.cron.status import iso
+from tqadmin.pipeline.cron.timing import splay_offset
+from tqadmin.pipeline.job import Job
+from tqadmin.store.lease import CronStore, Lease, TickOutcome, tick_id
+
+Publish = Callable[[str, Job], None]
+"""``publish(queue, job)``: durable and confirmed; raises when the broker did not confirm."""
+
+DEFAULT_LOCK_TTL_S = 15.0
+MIN_WAIT_S = 0.01
+BACKOFF_BASE_S = 0.2
+BACKOFF_CAP_S = 10.0
+LEASE_SAFETY = 0.9  # stop firing after 90% of the TTL without a successful renew: clocks drift
+KEEP_TICKS_MIN_S = 600.0
+
+
+class Clock(Protocol):
+    """Wall time (for the calendar), monotonic time (for the lease deadline), and an interruptible sleep."""
+
+    def time(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, interrupt: threading.Event) -> None: ...
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float, interrupt: threading.Event) -> None:
+        interrupt.wait(seconds)
+
+
+class PublishFailed(Exception):
+    """A tick's job was not confirmed; it stays pending and is published again after a back-off."""
+
+
+def cron_job(schedule: Schedule, scheduled: int, token: int, instance: str, now: float) -> Job:
+    """The job of one tick: the schedule's fields plus ``scheduled``, ``fencing_token`` and ``instance``."""
+    fields = {**schedule.job, "scheduled": scheduled, "fencing_token": token, "instance": instance}
+    return Job(schedule.task_type, tick_id(schedule.name, scheduled), iso(now) or "", 0, fields)
+
+
+@dataclass(slots=True)
+class _Track:
+    schedule: Schedule
+    offset: float
+    cursor: float = 0.0  # the last tick handled (fired, found taken, or skipped as missed)
+    next_fire_at: float = 0.0
+
+
+class Scheduler:
+    """Runs the schedules of one instance; any number of instances may run the same schedules."""
+
+    def __init__(
+        self,
+        schedules: Sequence[Schedule],
+        store: CronStore,
+        publish: Publish,
+        *,
+        instance: str,
+        lock_ttl_s: float = DEFAULT_LOCK_TTL_S,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.instance = instance
+        self.lock_ttl_s = lock_ttl_s
+        self._store = store
+        self._publish = publish
+        self._clock: Clock = clock or SystemClock()
+        self._rng = rng or random.Random()
+        self._log = logger or logging.getLogger("tqadmin.cron")
+        self._tracks = {s.name: _Track(s, splay_offset(s.name, s.splay)) for s in schedules}
+        self._keep_s = {
+            s.name: max(KEEP_TICKS_MIN_S, 2 * (s.misfire_grace + s.splay + lock_ttl_s)) for s in schedules
+        }
+        self.lease: Lease | None = None
+        self._valid_until = 0.0
+        self._next_renew = 0.0
+        self._next_attempt = 0.0
+        self._failures = 0
+        self._recover = False
+        self._armed = False  # the schedules' cursors are read from the store since this lease began
+        self._registered = False
+
+    # the loop
+
+    def run(self, stop: threading.Event) -> None:
+        """Step until ``stop`` is set, then give the lease up so another instance takes over at once."""
+        try:
+            while not stop.is_set():
+                self._clock.sleep(self.step(), stop)
+        finally:
+            self.shutdown()
+
+    def step(self) -> float:
+        """One pass; returns how long to sleep before the next."""
+        try:
+            if not self._registered:
+                self._store.register(self.instance, [s.schedule.to_json() for s in self._tracks.values()])
+                self._store.forget_instances(self._store.now() - FORGET_INSTANCES_AFTER_S)
+                self._registered = True
+            self._keep_or_seek_lease()
+            if self.lease is not None and not self._armed:
+                self._arm()
+            if self.lease is not None and self._recover:
+                self._recover_pending()
+            if self.lease is not None:
+                self._fire_due()
+        except (TqadminError, PublishFailed) as exc:
+            self._failures += 1
+            delay = self._rng.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**self._failures))
+            self._log.warning("%s; retrying in %.1fs", exc, delay)
+            if self.lease is not None and not self._leading():
+                self._step_down("lease deadline passed while the store or broker failed")
+            if self.lease is not None:  # a broker outage alone must not cost the lease: keep renewing
+                delay = min(delay, self._next_renew - self._clock.monotonic())
+            return max(MIN_WAIT_S, delay)
+        self._failures = 0
+        return self._wait()
+
+    def shutdown(self) -> None:
+        """Release the lease if held (best effort: if the store is down, it expires after its TTL)."""
+        lease, self.lease = self.lease, None
+        if lease is None:
+            return
+        try:
+            self._store.release(lease)
+            self._log.info("released the lease (fencing token %d)", lease.token)
+        except TqadminError as exc:
+            self._log.warning("could not release the lease, it expires in %.0fs: %s", lease.ttl_s, exc)
+
+    # leadership
+
+    def _leading(self) -> bool:
+        return self.lease is not None and self._clock.monotonic() < self._valid_until
+
+    def _keep_or_seek_lease(self) -> None:
+        if self.lease is not None and not self._leading():
+            self._step_down("the lease deadline passed before a renewal (paused, or the store was slow)")
+        now = self._clock.monotonic()
+        if self.lease is None:
+            if now < self._next_attempt:
+                return
+            self._next_attempt = now + self.lock_ttl_s / 3 * self._rng.uniform(0.5, 1.0)
+            self._store.heartbeat(self.instance)
+            lease = self._store.acquire(self.instance, self.lock_ttl_s)
+            if lease is not None:
+                self._hold(lease, now)
+                self._log.info("leading with fencing token %d", lease.token)
+                self._armed = False
+                self._recover = True
+        elif now >= self._next_renew:
+            if self._store.renew(self.lease):
+                self._hold(self.lease, now)
+                self._store.heartbeat(self.instance)
+            else:
+                self._step_down("the lease was taken over")
+
+    def _hold(self, lease: Lease, started: float) -> None:
+        self.lease = lease
+        self._valid_until = started + lease.ttl_s * LEASE_SAFETY
+        self._next_renew = started + lease.ttl_s / 3
+
+    def _step_down(self, why: str) -> None:
+        if self.lease is not None:
+            self._log.warning("stepping down (fencing token %d): %s", self.lease.token, why)
+        self.lease = None
+        self._next_attempt = self._clock.monotonic() + self.lock_ttl_s / 3 * self._rng.uniform(0.5, 1.0)
+
+    def _arm(self) -> None:
+        """Take each schedule's cursor from the store: the last tick anyone handled, whoever led then."""
+        stored = self._store.cursors(self._tracks)
+        now = self._clock.time()
+        for name, track in self._tracks.items():
+            cursor = stored.get(name)
+            if cursor is None:  # never ran: start from now, firing no history
+                cursor = self._store.arm(name, int(now - track.offset))
+            track.cursor = cursor
+            track.next_fire_at = 0.0
+        self._armed = True
+
+    # ticks
+
+    def _recover_pending(self) -> None:
+        for record in self._store.pending():
+            track = self._tracks.get(record.name)
+            if (
+                track is None
+            ):  # a schedule this instance does not run: an instance that runs it will publish it
+                if not record.instance:  # ...unless its record expired long ago: the schedule is gone
+                    self._store.drop_pending(record.name, record.scheduled)
+                continue
+            lease = self.lease
+            if lease is None or not self._leading():
+                return
+            outcome = self._store.reclaim_tick(
+                lease, record.name, record.scheduled, self._keep_s[record.name]
+            )
+            if outcome is TickOutcome.STALE:
+                self._step_down("fencing token no longer current")
+                return
+            if outcome is TickOutcome.CLAIMED:
+                level = logging.DEBUG if record.instance == self.instance else logging.INFO
+                self._log.log(
+                    level, "re-publishing %s: %s claimed it, no confirm", record.id, record.instance
+                )
+                self._fire(track, record.scheduled, lease)
+        self._recover = False
+
+    def _fire_due(self) -> None:
+        for track in self._tracks.values():
+            now = self._clock.time()
+            if track.next_fire_at > now:
+                continue
+            schedule = track.schedule
+            decision = plan(schedule, track.cursor, now)
+            lease = self.lease
+            if lease is None:
+                return
+            if decision.missed and decision.missed_last is not None:
+                more = "+" if decision.missed_at_least else ""
+                self._log.warning(
+                    "%s: skipped %d%s ticks from %s to %s, older than misfire_grace %gs",
+                    schedule.name,
+                    decision.missed,
+                    more,
+                    iso(decision.missed_first),
+                    iso(decision.missed_last),
+                    schedule.misfire_grace,
+                )
+                if not self._store.mark_missed(lease, schedule.name, decision.missed_last, decision.missed):
+                    self._step_down("fencing token no longer current")
+                    return
+                track.cursor = decision.missed_last
+            for tick in decision.due:
+                if not self._leading():
+                    return
+                outcome = self._store.claim_tick(lease, schedule.name, tick, self._keep_s[schedule.name])
+                if outcome is TickOutcome.STALE:
+                    self._step_down("fencing token no longer current")
+                    return
+                track.cursor = tick
+                if outcome is TickOutcome.CLAIMED:
+                    self._fire(track, tick, lease)
+            track.next_fire_at = decision.next_fire_at
+
+    def _fire(self, track: _Track, tick: int, lease: Lease) -> None:
+        schedule = track.schedule
+        now = self._clock.time()
+        job = cron_job(schedule, tick, lease.token, self.instance, now)
+        try:
+            self._publish(schedule.queue, job)
+        except Exception as exc:
+            self._recover = True
+            detail = str(exc) if isinstance(exc, TqadminError) else f"{type(exc).__name__}: {exc}"
+            raise PublishFailed(f"publishing {job.id} to {schedule.queue!r} failed: {detail}") from exc
+        self._store.mark_fired(lease, schedule.name, tick, self._keep_s[schedule.name])
+        self._log.debug("fired %s (token %d, %.3fs late)", job.id, lease.token, now - tick - track.offset)
+
+    def _wait(self) -> float:
+        monotonic = self._clock.monotonic()
+        if self.lease is None:
+            return max(MIN_WAIT_S, self._next_attempt - monotonic)
+        now = self._clock.time()
+        soonest = min((t.next_fire_at for t in self._tracks.values()), default=now + self.lock_ttl_s)
+        return max(MIN_WAIT_S, min(self._next_renew - monotonic, soonest - now))
