@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from tqadmin import config
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
 from tqadmin.masking import mask_text
@@ -69,7 +70,7 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     group.add_argument(
         "--timeout",
         dest="timeout_s",
-        type=_positive_float,
+        type=positive(float),
         default=default(None),
         metavar="S",
         help="seconds for each broker or API call (default 10)",
@@ -77,16 +78,6 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     group.add_argument(
         "-v", "--verbose", action="store_true", default=default(False), help="tracebacks, debug"
     )
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
 
 
 class _Parser(argparse.ArgumentParser):

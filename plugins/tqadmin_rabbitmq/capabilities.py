@@ -5,8 +5,8 @@ from __future__ import annotations
 from tqadmin.plugin.capabilities import Capabilities, Operation
 
 PEEK_COST = (
-    "RabbitMQ has no non-destructive read: peek gets and requeues, which moves the messages to the back "
-    "of the line they held, marks them redelivered, and counts a delivery"
+    "RabbitMQ has no non-destructive read: peek gets and requeues, which marks the messages redelivered, "
+    "counts a delivery, and can reorder them while consumers are active"
 )
 
 CAPABILITIES = Capabilities(

@@ -159,3 +159,14 @@ def test_a_worker_whose_connection_drops_reconnects_and_every_effect_happens_onc
         assert "reconnecting" in pipeline.log_text()
     finally:
         proxy.close()
+
+
+def test_duplicates_run_once_whether_the_job_is_done_or_still_running_elsewhere(pipeline: Pipeline) -> None:
+    # "held": two copies taken at once, one waits for the other's lease; "done": a copy after completion
+    pipeline.publish([{"task_type": "sleep", "id": "held", "seconds": 1}] * 2)
+    pipeline.start("--concurrency", "2", "--lease", "2")
+    pipeline.wait_for(lambda: pipeline.effects() == {"held": 1}, 30, "the held job")
+    pipeline.publish([{"task_type": "count", "id": "held"}])
+    pipeline.wait_for(lambda: pipeline.pending() == 0, 30, "every copy to be settled")
+    assert pipeline.runs() == {"held": 1}
+    assert pipeline.effects() == {"held": 1}

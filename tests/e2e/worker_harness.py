@@ -19,7 +19,7 @@ from typing import Any
 import pika
 import pytest
 import redis
-from rabbit_queues import AMQP_URL, delete_queues, depth, drain
+from rabbit_queues import AMQP_URL, delete_queues, depth, drain, queues_named
 
 from tqadmin.cli import main
 from tqadmin.store.factory import open_store
@@ -125,6 +125,10 @@ class Pipeline:
 
     def depth(self, queue: str | None = None) -> int:
         return depth(queue or self.queue)
+
+    def pending(self) -> int:
+        """Messages in the work queue and its delay queues, ready or not (AMQP figures, exact)."""
+        return sum(depth(name) for name in queues_named(self.queue) if not name.endswith(".dlq"))
 
     def dead_letters(self) -> list[tuple[Any, bytes]]:
         return drain(f"{self.queue}.dlq")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.transfer_options import positive
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tqadmin import audit
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
@@ -20,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--from-file", type=Path, metavar="FILE", help="JSONL file, one job a line")
     parser.add_argument("--exchange", help="publish to this exchange as it is (declares nothing)")
     parser.add_argument("--routing-key", help="routing key (default: the queue name)")
-    parser.add_argument("--rate", type=float, metavar="R", help="at most R jobs a second")
+    parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R jobs a second")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the per-job report (JSON) here")
     # --timeout S is the global option: each broker call, a blocked connection and the wait for confirms.
 
@@ -29,8 +30,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.settings.require_writable("publish")
     if args.queue is None and args.routing_key is None:
         raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
-    if args.rate is not None and args.rate <= 0:
-        raise UsageError("--rate must be greater than 0")
     jobs = load_jobs(args.job, args.from_file)
     plugin = ctx.plugin()
     try:

@@ -9,31 +9,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
-
-N = TypeVar("N", int, float)
-
-
-def positive(convert: Callable[[str], N]) -> Callable[[str], N]:
-    """An argparse ``type`` for a number greater than 0 (``positive(int)``, ``positive(float)``)."""
-
-    def parse(text: str) -> N:
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a valid number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("must be greater than 0")
-        return value
-
-    return parse
 
 
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +32,7 @@ def add_transfer_options(parser: argparse.ArgumentParser) -> None:
         dest="side",
         action="store_const",
         const="server",
-        help="let the broker move the messages (a RabbitMQ shovel); the default when eligible",
+        help="let the broker move the messages (a RabbitMQ shovel); move's default when eligible",
     )
     path.add_argument(
         "--client-side", dest="side", action="store_const", const="client", help="move through this client"
@@ -74,6 +57,12 @@ def want_server_side(args: argparse.Namespace, extra_reason: str | None = None) 
     if args.side == "server" and reason:
         raise UsageError(f"--server-side is not possible here: {reason}")
     return args.side != "client" and reason is None
+
+
+def check_target(action: str, source: str, target: str | None) -> None:
+    """Moving a queue onto itself would only reshuffle it: refuse before connecting."""
+    if target == source:
+        raise UsageError(f"{action}: source and target are the same queue {source!r}")
 
 
 def require_writable_unless_dry_run(args: argparse.Namespace, ctx: CommandContext, action: str) -> None:

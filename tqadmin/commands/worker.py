@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import TqadminError, UsageError
 from tqadmin.masking import mask_text
@@ -20,16 +21,22 @@ from tqadmin.pipeline.worker import Worker, WorkerSettings
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", required=True, help="work queue to consume")
     parser.add_argument("--tasks", required=True, metavar="MODULE", help="module (or .py file) with @task")
-    parser.add_argument("--concurrency", type=int, default=4, metavar="N", help="job threads (default 4)")
+    parser.add_argument(
+        "--concurrency", type=positive(int), default=4, metavar="N", help="job threads (default 4)"
+    )
     parser.add_argument("--prefetch", type=int, default=0, metavar="N", help="default 8 x concurrency")
     parser.add_argument("--max-retries", type=int, default=retry.DEFAULT_MAX_RETRIES, metavar="N")
     parser.add_argument("--backoff-base", type=float, default=retry.DEFAULT_BACKOFF_BASE_S, metavar="S")
     parser.add_argument("--backoff-cap", type=float, default=retry.DEFAULT_BACKOFF_CAP_S, metavar="S")
     parser.add_argument("--job-timeout", type=float, default=300.0, metavar="S", help="0: no limit")
-    parser.add_argument("--lease", type=float, default=30.0, metavar="S", help="claim lease (renewed)")
+    parser.add_argument(
+        "--lease", type=positive(float), default=30.0, metavar="S", help="claim lease (renewed)"
+    )
     parser.add_argument("--crash-limit", type=int, default=retry.DEFAULT_CRASH_LIMIT, metavar="N")
-    parser.add_argument("--max-payload-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N")
-    parser.add_argument("--heartbeat", type=float, default=2.0, metavar="S", help="heartbeat interval")
+    parser.add_argument("--max-payload-bytes", type=positive(int), default=DEFAULT_MAX_BYTES, metavar="N")
+    parser.add_argument(
+        "--heartbeat", type=positive(float), default=2.0, metavar="S", help="heartbeat interval"
+    )
     parser.add_argument(
         "--no-dedup",
         action="store_true",
@@ -38,8 +45,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> WorkerSettings:
-    if args.concurrency < 1 or args.prefetch < 0 or args.lease <= 0 or args.max_payload_bytes < 1:
-        raise UsageError("--concurrency, --lease and --max-payload-bytes must be positive, --prefetch >= 0")
+    if args.prefetch < 0 or args.job_timeout < 0:
+        raise UsageError("--prefetch and --job-timeout must not be negative (0: the default, no limit)")
     try:
         policy = retry.RetryPolicy(args.backoff_base, args.backoff_cap, args.max_retries, args.crash_limit)
     except ValueError as exc:

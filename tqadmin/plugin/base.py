@@ -39,7 +39,23 @@ class Delivery:
     token: object
 
 
-class TransferSession(ABC):
+class Closing(ABC):
+    """``with`` support for anything holding a connection: leaving the block closes it, error or not."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close what this object holds."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class TransferSession(Closing):
     """Primitives for moving messages safely, on which :mod:`tqadmin.admin` builds move, replay, export,
     purge-with-backup and delete once for every broker.
 
@@ -77,16 +93,8 @@ class TransferSession(ABC):
     def close(self) -> None:
         """Release whatever was fetched and not acked, then disconnect."""
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class BrokerAdmin(ABC):
+class BrokerAdmin(Closing):
     """The admin face: what the TUI polls and the CLI's admin commands call."""
 
     capabilities: ClassVar[Capabilities]
@@ -115,16 +123,8 @@ class BrokerAdmin(ABC):
         """Whether ``queue`` exists; the default looks it up in :meth:`list_queues`."""
         return any(q.name == queue for q in self.list_queues().queues)
 
-    def close(self) -> None:  # noqa: B027 - optional hook, most plugins hold a connection to close
-        """Close connections held by this admin."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def close(self) -> None:
+        """Close connections held by this admin (none by default)."""
 
 
 class BrokerPlugin(ABC):

@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from tqadmin.errors import TqadminError
+from tqadmin.plugin.base import Closing
 
 TASK_EXCHANGE = "task_exchange"
 
@@ -123,7 +123,7 @@ class Consumer(ABC):
         (confirmed), then ack the original; blocks until both happened."""
 
 
-class BrokerTransport(ABC):
+class BrokerTransport(Closing):
     """The pipeline face of one broker, opened for one queue's producers or consumers."""
 
     @abstractmethod
@@ -154,15 +154,3 @@ class BrokerTransport(ABC):
         deliveries of a closed channel themselves; brokers with visibility timeouts override this.
         """
         return 0
-
-    @abstractmethod
-    def close(self) -> None:
-        """Close connections."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

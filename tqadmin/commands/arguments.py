@@ -1,0 +1,24 @@
+"""argparse types shared by commands, so every command words the same mistake the same way."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
+
+
+def positive(convert: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse ``type`` for a number greater than 0 (``positive(int)``, ``positive(float)``)."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
