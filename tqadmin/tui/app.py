@@ -147,7 +147,7 @@ class TqadminApp(App[None]):
             admin = self.admin()
             listing = admin.list_queues()
             self.capabilities = type(admin).capabilities
-        except BaseException as exc:
+        except Exception as exc:
             if isinstance(exc, ConnectError) or not isinstance(exc, TqadminError):
                 self._drop_admin()
             self.post_message(PollFailed(generation, describe_error(exc)))
