@@ -505,3 +505,22 @@ async def test_on_a_narrow_terminal_h_and_l_scroll_the_columns_and_their_header_
         await pilot.press("h", "h", "h")
         await pilot.pause()
         assert text_of(header).startswith("queue")
+
+
+class BrokenTransferAdmin(FakeAdmin):
+    def open_transfer(self, queue: str) -> FakeTransfer:
+        raise Unreachable("cannot reach the broker over AMQP at 127.0.0.1:5672 (connection refused)")
+
+
+async def test_a_broker_lost_before_the_dry_run_closes_the_dialog_with_the_reason(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    admin = BrokenTransferAdmin()
+    app = make_app(admin=admin)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("X")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+        assert any("connection refused" in n for n in notifications(app))
+    assert admin.writes == []
+    assert audit_lines(tmp_path) == []
