@@ -117,6 +117,7 @@ def main() -> int:
     )
     parser.add_argument("--minutes", type=float, default=0.5, help="length of the 1 Hz memory run")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--memory-queues", type=int, default=1_000, help="queues during the memory run")
     args = parser.parse_args()
 
     print(
@@ -135,10 +136,10 @@ def main() -> int:
             f"{count:>7,} | {paint_http:>20.2f} s | {paint_fake:>22.2f} s | {virtual * 1000:>19.1f} ms | "
             f"{datatable * 1000:>15.1f} ms | {datatable / virtual:>16.1f}x"
         )
-    early, late, growth, polls = asyncio.run(memory(args.minutes, 1_000))
+    early, late, growth, polls = asyncio.run(memory(args.minutes, args.memory_queues))
     print()
     print(
-        f"memory, 1,000 queues, {args.minutes:g} min of 1 Hz refresh ({polls} polls): "
+        f"memory, {args.memory_queues:,} queues, {args.minutes:g} min of 1 Hz refresh ({polls} polls): "
         f"RSS {early:.1f} MiB early -> {late:.1f} MiB at the end ({growth:+.1f} MiB)"
     )
     return 0

@@ -32,3 +32,17 @@ def test_ui_takes_a_refresh_interval_and_refuses_a_silly_one(capsys: pytest.Capt
         build_parser().parse_args(["ui", "--refresh", "0.01"])
     assert exit_info.value.code == 2
     assert "at least 0.2" in capsys.readouterr().err
+
+
+def test_only_the_tui_package_imports_textual() -> None:
+    root = Path(__file__).resolve().parents[2] / "tqadmin"
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "tui" not in path.relative_to(root).parts[:1]
+        and any(
+            line.lstrip().startswith(("import textual", "from textual"))
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    ]
+    assert offenders == []

@@ -25,7 +25,7 @@ from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.profiles import ProfilesScreen
 from tqadmin.tui.screens.queue_detail import QueueDetailScreen
 from tqadmin.tui.seeded import SIZE
-from tqadmin.tui.widgets.queue_table import QueueTable, row_text
+from tqadmin.tui.widgets.queue_table import QueueTable, header_text, row_text
 
 MakeApp = Callable[..., TqadminApp]
 pytestmark = pytest.mark.anyio
@@ -487,3 +487,40 @@ async def test_escape_during_a_run_cancels_between_batches_and_reports_what_was_
     moved = total - len(admin.messages["reports"])
     assert 1 <= moved < total
     assert audit_lines(tmp_path)[-1]["outcome"] == "partial"
+
+
+async def test_on_a_narrow_terminal_h_and_l_scroll_the_columns_and_their_header_together(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(telemetry=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot)
+        header = app.screen.query_one("#queue-header")
+        assert text_of(header).startswith("queue")
+        await pilot.press("l", "l", "l")
+        await pilot.pause()
+        shift = int(app.screen.query_one(QueueTable).scroll_x)
+        assert shift > 0
+        assert text_of(header).startswith(header_text("messages", True).plain[shift : shift + 5])
+        await pilot.press("h", "h", "h")
+        await pilot.pause()
+        assert text_of(header).startswith("queue")
+
+
+class BrokenTransferAdmin(FakeAdmin):
+    def open_transfer(self, queue: str) -> FakeTransfer:
+        raise Unreachable("cannot reach the broker over AMQP at 127.0.0.1:5672 (connection refused)")
+
+
+async def test_a_broker_lost_before_the_dry_run_closes_the_dialog_with_the_reason(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    admin = BrokenTransferAdmin()
+    app = make_app(admin=admin)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("X")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+        assert any("connection refused" in n for n in notifications(app))
+    assert admin.writes == []
+    assert audit_lines(tmp_path) == []

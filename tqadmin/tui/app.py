@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -97,7 +97,6 @@ class TqadminApp(App[None]):
         self.side_changed: Signal[None] = Signal(self, "side-changed")
         self._admin: BrokerAdmin | None = None
         self._generation = 0
-        self._polling = False
         self._timer: Timer | None = None
 
     def _open_store_sources(self) -> None:
@@ -125,7 +124,6 @@ class TqadminApp(App[None]):
     # -- polling ---------------------------------------------------------------------------------------
 
     def start_polling(self) -> None:
-        self._polling = True
         self.poll_queues(self._generation)
         self.poll_side(self._generation)
 
@@ -134,6 +132,16 @@ class TqadminApp(App[None]):
         if self._admin is None:
             self._admin = self.admin_factory(self.settings)
         return self._admin
+
+    @contextlib.contextmanager
+    def borrowed_admin(self) -> Iterator[BrokerAdmin]:
+        """A connection for one background job (one per thread, as pika wants), closed when it is done."""
+        admin = self.admin_factory(self.settings)
+        try:
+            yield admin
+        finally:
+            if admin is not self._admin:
+                admin.close()
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -147,7 +155,7 @@ class TqadminApp(App[None]):
             admin = self.admin()
             listing = admin.list_queues()
             self.capabilities = type(admin).capabilities
-        except BaseException as exc:
+        except Exception as exc:
             if isinstance(exc, ConnectError) or not isinstance(exc, TqadminError):
                 self._drop_admin()
             self.post_message(PollFailed(generation, describe_error(exc)))

@@ -105,16 +105,13 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="action")
     def plan_transfer(self) -> None:
-        admin = self.tq.admin_factory(self.tq.settings)
         try:
-            report = actions.plan(admin, self.request)
+            with self.tq.borrowed_admin() as admin:
+                report = actions.plan(admin, self.request)
         except Exception as exc:
             self.post_message(ActionFinished(None, describe_error(exc)))
         else:
             self.post_message(ActionPlanned(report))
-        finally:
-            if admin is not self.tq._admin:
-                admin.close()
 
     def on_action_planned(self, event: ActionPlanned) -> None:
         self.plan = event.report
@@ -157,23 +154,15 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="action")
     def run_transfer(self) -> None:
-        admin = self.tq.admin_factory(self.tq.settings)
         try:
-            report = actions.execute(
-                admin,
-                self.request,
-                self._progressed,
-                self.cancel_event,
-            )
+            with self.tq.borrowed_admin() as admin:
+                report = actions.execute(admin, self.request, self._progressed, self.cancel_event)
         except actions.PartialAction as exc:
             self.post_message(ActionFinished(exc.report, describe_error(exc)))
         except Exception as exc:
             self.post_message(ActionFinished(None, describe_error(exc)))
         else:
             self.post_message(ActionFinished(report, None))
-        finally:
-            if admin is not self.tq._admin:
-                admin.close()
 
     def _progressed(self, done: int, total: int | None) -> None:
         self.post_message(ActionProgressed(done, total))

@@ -15,7 +15,6 @@ from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.grouping import DeadGroup, group_dead_letters
 from tqadmin.tui.model import human_count
-from tqadmin.tui.peeking import peek
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
@@ -102,7 +101,8 @@ class DeadLettersScreen(QueueScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
     def run_peek(self, queue: str) -> None:
         try:
-            self.post_message(MessagesPeeked(peek(self.tq, queue, SAMPLE)))
+            with self.tq.borrowed_admin() as admin:
+                self.post_message(MessagesPeeked(admin.peek(queue, SAMPLE)))
         except Exception as exc:
             self.post_message(PeekFailed(queue, describe_error(exc)))
 

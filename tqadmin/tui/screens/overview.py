@@ -38,6 +38,7 @@ class OverviewScreen(QueueScreen):
         self.query_one("#filter", Input).display = False
         self.tq.queues_changed.subscribe(self, self.show_queues)
         self.tq.side_changed.subscribe(self, lambda _none: self.show_telemetry())
+        self.watch(self.table, "scroll_x", lambda _x: self.show_status(), init=False)
         self.show_queues()
         self.show_telemetry()
 
@@ -53,7 +54,8 @@ class OverviewScreen(QueueScreen):
 
     def show_status(self) -> None:
         table = self.table
-        self.query_one("#queue-header", Static).update(header_text(table.sort_column, table.sort_reverse))
+        header = header_text(table.sort_column, table.sort_reverse)
+        self.query_one("#queue-header", Static).update(header[int(table.scroll_x) :])  # scrolls with the rows
         label = next(c.label for c in COLUMNS if c.key == table.sort_column)
         arrow = "↓" if table.sort_reverse else "↑"
         text = Text(

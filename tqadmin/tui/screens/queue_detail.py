@@ -14,7 +14,6 @@ from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.model import human_count, human_duration, human_rate
-from tqadmin.tui.peeking import peek
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
@@ -87,7 +86,8 @@ class QueueDetailScreen(QueueScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
     def run_peek(self) -> None:
         try:
-            self.post_message(MessagesPeeked(peek(self.tq, self.queue, PEEK_COUNT)))
+            with self.tq.borrowed_admin() as admin:
+                self.post_message(MessagesPeeked(admin.peek(self.queue, PEEK_COUNT)))
         except Exception as exc:
             self.post_message(PeekFailed(self.queue, describe_error(exc)))
 

@@ -99,6 +99,8 @@ class QueueTable(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home,g", "jump(0)", "Top", show=False),
         Binding("end,G", "jump(-1)", "Bottom", show=False),
+        Binding("left,h", "scroll_left", "Left", show=False),
+        Binding("right,l", "scroll_right", "Right", show=False),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"queue-table--cursor", "queue-table--zebra"}
 

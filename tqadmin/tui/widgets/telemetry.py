@@ -52,7 +52,7 @@ def percentiles_table(view: TelemetryView | None) -> Table:
     return table
 
 
-class Histogram(PlotextPlot):
+class LatencyChart(PlotextPlot):
     """Bucket counts of one latency kind (``wait`` or ``run``), one bar series per task type."""
 
     def __init__(self, kind: str, *, id: str | None = None) -> None:
@@ -89,11 +89,11 @@ class TelemetryPanel(Vertical):
         yield Static(summary_text(None, None), id="telemetry-summary")
         yield Static(percentiles_table(None), id="telemetry-table")
         with Horizontal(id="histograms"):
-            yield Histogram("wait", id="wait-histogram")
-            yield Histogram("run", id="run-histogram")
+            yield LatencyChart("wait", id="wait-histogram")
+            yield LatencyChart("run", id="run-histogram")
 
     def show(self, view: TelemetryView | None, error: str | None) -> None:
         self.query_one("#telemetry-summary", Static).update(summary_text(view, error))
         self.query_one("#telemetry-table", Static).update(percentiles_table(view))
-        for histogram in self.query(Histogram):
+        for histogram in self.query(LatencyChart):
             histogram.show(view)
