@@ -11,8 +11,8 @@ import os
 import re
 import sys
 
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.transfer_options import positive
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
