@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tqadmin.demo.layout import Layout
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.window import WindowStats, window_stats
-from tqadmin.tui.sources import latency
-from tqadmin.tui.views import TaskTypeView, TelemetryView, WorkerView
+
+if TYPE_CHECKING:
+    from tqadmin.tui.views import TelemetryView
 
 
 class DemoTelemetry:
@@ -38,6 +40,10 @@ class DemoTelemetry:
         return started_at >= self._started_at and any(self._layout.owns(q) for q in queues)
 
     def read(self) -> TelemetryView:
+        # The TUI's types, imported here: this module is loaded without Textual, used only with the dashboard.
+        from tqadmin.tui.sources import latency
+        from tqadmin.tui.views import TaskTypeView, TelemetryView, WorkerView
+
         now, histories = self._store.history(self._window_s)
         mine = [h for h in histories if self._ours(h.latest.snapshot.queues, h.latest.snapshot.started_at)]
         merged = window_stats(now, self._window_s, mine)

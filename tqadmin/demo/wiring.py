@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.demo.layout import Layout
+from tqadmin.demo.live import DemoTelemetry
 from tqadmin.demo.orchestrator import Wiring
 from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
@@ -57,14 +58,8 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
         sink_factory=lambda: TransportSink(transport),
         telemetry=lambda layout: read_telemetry(store, layout, started_at),
         broker_view=lambda layout, baseline: read_broker(admin, layout, baseline),
-        dashboard_telemetry=lambda: _dashboard_telemetry(store, layout, started_at),
+        dashboard_telemetry=lambda: DemoTelemetry(store, layout, started_at),
     )
-
-
-def _dashboard_telemetry(store: StateStore, layout: Layout, started_at: float) -> object:
-    from tqadmin.demo.live import DemoTelemetry  # imports the TUI's views: only with the dashboard
-
-    return DemoTelemetry(store, layout, started_at)
 
 
 def _kind(url: str) -> str:
