@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "workers": ("workers", "live and dead workers with heartbeat age and current job"),
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
 }
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 
 
 class CommandModule(Protocol):
@@ -130,12 +132,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tqadmin: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`tqadmin peek q --json | head`): stop quietly, like other tools.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         if verbose:
             traceback.print_exc()
         detail = mask_text(f"{type(exc).__name__}: {exc}")
         print(f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v", file=sys.stderr)
         return int(ExitCode.INTERNAL)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def confirm(queue: str) -> None:
             f"purge of {queue!r} needs confirmation: run it on a terminal or pass --yes"
         )
     print(f"This drops every message of {queue!r}. Type the queue name to confirm: ", end="", file=sys.stderr)
-    answer = sys.stdin.readline().strip()
+    answer = sys.stdin.readline().rstrip("\r\n")  # exact: queue names may begin or end with a space
     if answer != queue:
         raise ConfirmationRefused(
             f"purge of {queue!r} refused: the name typed did not match; nothing was sent"

@@ -1,0 +1,103 @@
+"""What an on-call engineer ran into on first use, specified without a broker (acceptance of issue 2)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
+from tqadmin.cli import main
+from tqadmin.commands.context import describe_report, table
+from tqadmin.commands.purge import confirm
+from tqadmin.errors import ConfirmationRefused, ExitCode
+from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.models import ActionReport, Message
+
+
+class InterruptedSession(TransferSession):
+    """A queue of ``n`` messages whose second publish is cut short by Ctrl-C."""
+
+    def __init__(self, n: int) -> None:
+        self.messages = [Message(body=b"{}", id=str(i)) for i in range(n)]
+        self.next = 0
+        self.publishes = 0
+        self.acked: list[Message] = []
+        self.closed = False
+
+    def count_at_start(self) -> int:
+        return len(self.messages)
+
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        taken = self.messages[self.next : self.next + limit]
+        self.next += len(taken)
+        return [Delivery(m, m) for m in taken]
+
+    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+        self.publishes += 1
+        if self.publishes == 2:
+            raise KeyboardInterrupt
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        self.acked.extend(d.message for d in deliveries)
+
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_ctrl_c_mid_move_reports_what_moved_and_exits_partial() -> None:
+    session = InterruptedSession(30)
+    plan = TransferPlan(action="move", source="a", target="b", route=to_queue("b"), window=10)
+    outcome = transfer(session, plan)
+    assert session.closed
+    assert len(session.acked) == 10
+    assert (outcome.report.moved, outcome.report.matched) == (10, 20)
+    assert any("interrupted" in line for line in outcome.report.not_done)
+    assert outcome.error is not None and outcome.error.exit_code == ExitCode.PARTIAL
+    assert "rerun" in str(outcome.error)
+
+
+def test_a_reader_that_stops_reading_is_not_an_internal_error(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def closed_pipe(args: argparse.Namespace, ctx: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("tqadmin.commands.queues.run", closed_pipe)
+    assert main(["queues"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_purge_confirmation_wants_the_exact_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Tty(" jobs\n"))
+    with pytest.raises(ConfirmationRefused):
+        confirm("jobs")
+    monkeypatch.setattr("sys.stdin", Tty("jobs \n"))
+    confirm("jobs ")
+
+
+def test_tables_and_reports_escape_control_characters_from_the_broker() -> None:
+    rendered = table(["REASON", "COUNT"], [["fatal\x1b[2J", 1]])
+    assert "\x1b" not in rendered and "\\x1b[2J" in rendered
+    line = describe_report(ActionReport(action="move", source="a\x1b[31m", target="b\x07", matched=1))
+    assert "\x1b" not in line and "\x07" not in line
+
+
+def test_an_import_line_with_a_property_of_the_wrong_type_names_the_line(tmp_path: Path) -> None:
+    from tqadmin.admin.jsonl import read_messages
+    from tqadmin.errors import UsageError
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"body": "a"}\n{"body": "b", "properties": {"priority": "high"}}\n')
+    with pytest.raises(UsageError, match=r"line 2: .*priority"):
+        read_messages(path)
