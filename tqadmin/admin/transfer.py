@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from tqadmin.errors import TqadminError
+from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS, ActionReport, Message
 
@@ -62,6 +62,7 @@ class _Tally:
     moved: int = 0
     failed: int = 0
     skipped: int = 0
+    interrupted: bool = False
     reasons: Counter[str] = field(default_factory=Counter)
 
 
@@ -122,6 +123,13 @@ def transfer(
                 progress(f"{plan.action}: {tally.moved} moved, {tally.matched} matched of {total}")
     except TqadminError as exc:
         error = exc
+    except KeyboardInterrupt:
+        # Ctrl-C: what was confirmed is acked, the rest goes back at close; say so instead of vanishing.
+        tally.interrupted = True
+        error = PartialFailure(
+            f"{plan.action} interrupted after {tally.moved} message(s); the others are still in"
+            f" {plan.source!r} (the last batch may arrive twice): rerun to continue"
+        )
     finally:
         session.close()
     return TransferOutcome(_report(plan, tally), error)
@@ -168,7 +176,7 @@ def _report(plan: TransferPlan, tally: _Tally) -> ActionReport:
     not_done = tuple(
         f"{count} message(s) left in {plan.source}: {reason}"
         for reason, count in sorted(tally.reasons.items())
-    )
+    ) + (("interrupted (Ctrl-C) before the end",) if tally.interrupted else ())
     detail = f"skipped {tally.skipped} already done (left in {plan.source})" if tally.skipped else ""
     return ActionReport(
         action=plan.action,
