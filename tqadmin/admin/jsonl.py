@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from tqadmin.errors import UsageError
 from tqadmin.plugin.models import Message
+
+INTEGER_PROPERTIES = frozenset({"delivery_mode", "priority", "timestamp"})
 
 
 class MessageWriter:
@@ -54,7 +57,22 @@ def read_messages(path: Path) -> list[Message]:
         if not line.strip():
             continue
         try:
-            messages.append(Message.from_json(json.loads(line)))
+            message = Message.from_json(json.loads(line))
+            _check_properties(message.properties)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"{path}, line {number}: {exc}; nothing was sent") from None
+        messages.append(message)
     return messages
+
+
+def _check_properties(properties: Mapping[str, Any]) -> None:
+    """Properties are flat: numbers where export writes numbers, text elsewhere, so a hand-edited file
+    fails here with its line number rather than half-way through the publish."""
+    for name, value in properties.items():
+        if value is None:
+            continue
+        wanted = int if name in INTEGER_PROPERTIES else str
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            raise ValueError(
+                f"property {name!r} must be {'an integer' if wanted is int else 'text'}, not {value!r}"
+            )

@@ -1,0 +1,95 @@
+"""What an on-call engineer ran into on first use, against the real RabbitMQ (acceptance of issue 2)."""
+
+from __future__ import annotations
+
+import decimal
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tqadmin.cli import main
+
+pytestmark = pytest.mark.rabbitmq
+
+
+def test_a_float_header_in_an_imported_file_arrives_as_an_amqp_decimal(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    path = isolated_env / "in.jsonl"
+    path.write_text(json.dumps({"body": "x", "headers": {"ratio": 1.5, "deep": {"r": 0.25}}}) + "\n")
+    code, doc, err = tq_json("import", str(path), q)
+    assert code == 0, err
+    [(props, body)] = amqp_queues.drain(q)
+    assert body == b"x"
+    assert props.headers == {"ratio": decimal.Decimal("1.5"), "deep": {"r": decimal.Decimal("0.25")}}
+
+
+def test_a_header_amqp_cannot_carry_is_exit_2_and_nothing_is_sent(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    path = isolated_env / "in.jsonl"
+    lines = [{"body": "ok"}, {"body": "x", "id": "bad-1", "headers": {"tiny": 1e-300}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, _, err = tq_json("import", str(path), q)
+    assert code == 2
+    assert "tiny" in err and "bad-1" in err and "Traceback" not in err
+    assert amqp_queues.depth(q) == 0
+
+
+def test_export_to_a_full_disk_is_one_line_and_exit_2(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    amqp_queues.publish_jobs(q, 3)
+    code, _, err = tq_json("export", q, "/dev/full")
+    assert code == 2
+    assert err.startswith("tqadmin: cannot write /dev/full") and err.count("\n") == 1
+    assert amqp_queues.depth(q) == 3
+
+
+def test_purge_with_a_backup_that_cannot_be_written_removes_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    amqp_queues.publish_jobs(q, 3)
+    code, _, err = tq_json("purge", q, "--yes", "--backup", "/dev/full")
+    assert code == 2 and "cannot write /dev/full" in err
+    assert amqp_queues.depth(q) == 3
+
+
+def test_a_broker_url_with_a_bad_port_is_a_usage_error(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["peek", "q", "--broker", "amqp://guest:pw-9x7@127.0.0.1:notaport/%2F"]) == 2
+    err = capsys.readouterr().err
+    assert "port" in err and "pw-9x7" not in err and err.count("\n") == 1
+
+
+def test_dead_letters_escape_control_characters_from_headers(
+    isolated_env: Path, amqp_queues: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dlq = amqp_queues.declare("dlq")
+    amqp_queues.publish(dlq, b"{}", {"x-tq-reason": "fatal\x1b[2J", "x-tq-error": "Boom \x1b]0;title\x07"})
+    for by in ("reason", "error"):
+        assert main(["dead-letters", dlq, "--group-by", by]) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out and ("fatal" in out or "Boom" in out)
+
+
+def test_replay_sends_a_broker_dead_lettered_message_back_to_the_queue_in_x_death(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    dlq = amqp_queues.declare("dlq")
+    work = amqp_queues.declare("work", {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+    amqp_queues.publish(work, b'{"task_type": "t", "id": "x"}')
+    method, _, _ = amqp_queues.channel.basic_get(work)
+    amqp_queues.channel.basic_reject(method.delivery_tag, requeue=False)
+    code, doc, err = tq_json("replay", dlq)
+    assert code == 0, err
+    assert doc is not None and doc["moved"] == 1
+    [(props, body)] = amqp_queues.drain(work)
+    assert body == b'{"task_type": "t", "id": "x"}' and props.headers["x-tq-replays"] == 1
