@@ -9,6 +9,7 @@ leaves it alone. Command modules are imported only when run, so ``--help`` never
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -146,10 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

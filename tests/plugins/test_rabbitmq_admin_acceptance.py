@@ -20,7 +20,7 @@ def test_a_float_header_in_an_imported_file_arrives_as_an_amqp_decimal(
     q = amqp_queues.declare("q")
     path = isolated_env / "in.jsonl"
     path.write_text(json.dumps({"body": "x", "headers": {"ratio": 1.5, "deep": {"r": 0.25}}}) + "\n")
-    code, doc, err = tq_json("import", str(path), q)
+    code, _doc, err = tq_json("import", str(path), q)
     assert code == 0, err
     [(props, body)] = amqp_queues.drain(q)
     assert body == b"x"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -26,22 +27,36 @@ class MessageWriter:
         try:
             self._file = path.open("w", encoding="utf-8")
         except OSError as exc:
-            raise UsageError(
-                f"cannot write {path}: {exc.strerror}; check the directory and permissions"
-            ) from None
+            raise self._failed(exc) from None
 
     def write(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            self._file.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+        try:
+            for message in messages:
+                self._file.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def sync(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._file.closed:
+            return
+        try:
             self.sync()
-            self._file.close()
+        finally:
+            with contextlib.suppress(OSError):  # what failed to flush was reported by sync
+                self._file.close()
+
+    def _failed(self, exc: OSError) -> UsageError:
+        """A full disk or a bad path: one line naming the file (exit 2)."""
+        return UsageError(
+            f"cannot write {self.path}: {exc.strerror}; check the directory, free space and permissions"
+        )
 
 
 def read_messages(path: Path) -> list[Message]:

@@ -82,7 +82,7 @@ def describe_report(report: ActionReport) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned, ``None`` shown as '-', control characters escaped."""
+    """A plain aligned text table; numbers right-aligned, ``None`` as "-", control characters escaped."""
     cells = [[("-" if c is None else printable(str(c))) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
