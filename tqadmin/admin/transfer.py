@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from tqadmin.admin.scan import first_death
 from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS, ActionReport, Message
@@ -197,8 +198,12 @@ def to_queue(target: str) -> Route:
 
 
 def original_queue(message: Message) -> str | None:
-    """Where a dead-lettered message came from, from the header the worker writes."""
+    """Where a dead-lettered message came from: the header the worker writes, else the queue RabbitMQ's
+    ``x-death`` names (a message dead-lettered by the broker itself carries only that)."""
     value = message.headers.get(HEADER_ORIGINAL_QUEUE)
+    if not value:
+        death = first_death(message)
+        value = death.get("queue") if death is not None else None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return str(value) if value else None
