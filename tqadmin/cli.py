@@ -31,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "peek": ("peek", "look at messages without consuming them"),
     "dead-letters": ("dead_letters", "why messages died, grouped with counts"),
     "move": ("move", "move messages between queues; each copy confirmed before the original is acked"),
-    "replay": ("replay", "send dead-lettered messages back to their original queue"),
+    "replay": (
+        "replay",
+        "send dead-lettered messages back to their original queue, adding 1 to x-tq-replays",
+    ),
     "purge": ("purge", "drop every message of a queue (asks for the queue name)"),
     "export": ("export", "write a queue's messages to a JSONL file without consuming them"),
     "import": ("import_", "publish the messages of a JSONL file to a queue"),

@@ -101,3 +101,13 @@ def test_an_import_line_with_a_property_of_the_wrong_type_names_the_line(tmp_pat
     path.write_text('{"body": "a"}\n{"body": "b", "properties": {"priority": "high"}}\n')
     with pytest.raises(UsageError, match=r"line 2: .*priority"):
         read_messages(path)
+
+
+def test_every_argument_of_the_admin_commands_says_what_it_is_in_help() -> None:
+    from tqadmin.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in ("peek", "dead-letters", "move", "replay", "purge", "export", "import", "delete"):
+        for action in commands[name]._actions:
+            assert action.help, f"{name} {action.dest} has no help"

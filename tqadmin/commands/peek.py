@@ -14,8 +14,15 @@ BODY_PREVIEW = 200
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
-    parser.add_argument("-n", dest="count", type=positive(int), default=10, metavar="N", help="how many (10)")
+    parser.add_argument("queue", metavar="QUEUE", help="queue to look at")
+    parser.add_argument(
+        "-n",
+        dest="count",
+        type=positive(int),
+        default=10,
+        metavar="N",
+        help="how many messages, oldest first (10)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:

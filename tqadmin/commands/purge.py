@@ -14,8 +14,12 @@ from tqadmin.plugin.models import ActionReport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
-    parser.add_argument("--yes", action="store_true", help="do not ask for the queue name")
+    parser.add_argument("queue", metavar="QUEUE", help="queue to empty")
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask for the queue name (without it, a run with no terminal is refused, exit 2)",
+    )
     parser.add_argument(
         "--backup", type=Path, metavar="FILE", help="write every message to FILE (JSONL) first"
     )

@@ -22,7 +22,11 @@ from tqadmin.plugin.models import ActionReport, Message
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive(int), metavar="N", help="move at most N matching messages")
     parser.add_argument(
-        "--filter", metavar="EXPR", help="only messages matching EXPR (task_type=x,error~Timeout)"
+        "--filter",
+        metavar="EXPR",
+        help="only messages matching every term of EXPR: FIELD=VALUE, FIELD~TEXT (contains, any case),"
+        " != and !~ negate, terms joined by ',' (task_type=resize_image,error~Timeout); FIELD is a job"
+        " field, a header, or reason, error, attempts, original_queue, replays (the x-tq-* headers)",
     )
     parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R messages per second")
     parser.add_argument("--dry-run", action="store_true", help="count what would move; change nothing")
