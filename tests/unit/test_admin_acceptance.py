@@ -11,7 +11,7 @@ import pytest
 
 from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
 from tqadmin.cli import main
-from tqadmin.commands.context import describe_report, table
+from tqadmin.commands.context import CommandContext, describe_report, table
 from tqadmin.commands.purge import confirm
 from tqadmin.errors import ConfirmationRefused, ExitCode
 from tqadmin.plugin.base import Delivery, TransferSession
@@ -111,3 +111,22 @@ def test_every_argument_of_the_admin_commands_says_what_it_is_in_help() -> None:
     for name in ("peek", "dead-letters", "move", "replay", "purge", "export", "import", "delete"):
         for action in commands[name]._actions:
             assert action.help, f"{name} {action.dest} has no help"
+
+
+def test_ctrl_c_during_a_server_side_move_says_the_shovel_goes_on_and_exits_partial() -> None:
+    from tqadmin.commands.transfer_options import run_server_side
+    from tqadmin.config import Settings
+    from tqadmin.errors import PartialFailure
+
+    class InterruptedAdmin:
+        def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport:
+            raise KeyboardInterrupt
+
+    ctx = CommandContext(settings=Settings())
+    with pytest.raises(PartialFailure, match="shovel"):
+        run_server_side(InterruptedAdmin(), ctx, "move", "a", "b", limit=None)  # type: ignore[arg-type]
+
+
+def test_a_deleted_message_is_reported_as_deleted() -> None:
+    line = describe_report(ActionReport(action="delete", source="q", target="q", matched=1, moved=1))
+    assert "deleted 1" in line and "moved" not in line

@@ -70,6 +70,8 @@ def describe_report(report: ActionReport) -> str:
     figures = [f"matched {report.matched}"]
     if report.action == "purge":
         figures.append(f"purged {report.purged}")
+    elif report.action == "delete":
+        figures.append(f"deleted {report.moved}")
     else:
         figures.append(f"moved {report.moved}")
     figures.append(f"failed {report.failed}")

@@ -14,7 +14,7 @@ from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import UsageError
+from tqadmin.errors import PartialFailure, UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
 
@@ -79,7 +79,13 @@ def run_server_side(
     admin: BrokerAdmin, ctx: CommandContext, action: str, source: str, target: str, *, limit: int | None
 ) -> ActionReport | None:
     ctx.progress(f"{action}: server-side, {source} -> {target}")
-    report = admin.server_side_move(source, target, limit)
+    try:
+        report = admin.server_side_move(source, target, limit)
+    except KeyboardInterrupt:
+        raise PartialFailure(
+            f"{action} interrupted: a shovel already started keeps moving the messages inside the broker"
+            " (nothing is lost); run the same command again to wait for it to finish"
+        ) from None
     if report is None:
         ctx.progress(f"{action}: server-side move not available on this broker; moving through the client")
         return None
