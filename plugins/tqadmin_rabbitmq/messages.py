@@ -72,15 +72,28 @@ class AmqpMessages:
                 except ShovelUnavailable:
                     return None
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
+            # A shovel also counts copies the target refused (a full queue nacks them back to the source).
+            short = max(0, _queue_depth(connection, self.config.url, source) - (depth - count))
         finally:
             shovel.close()
             close_quietly(connection)
+        moved = max(0, count - short)
+        not_done = (
+            (
+                f"{source} holds {short} more message(s) than a complete move leaves: {target} refused"
+                " copies (full? see its max-length and the alarms) or producers added messages meanwhile;"
+                " rerun with --client-side for an exact count",
+            )
+            if short
+            else ()
+        )
         return ActionReport(
             action="move",
             source=source,
             target=target,
             matched=count,
-            moved=count,
+            moved=moved,
+            not_done=not_done,
             detail=f"server-side: RabbitMQ shovel (ack-mode on-confirm, src-delete-after {count})",
         )
 

@@ -93,3 +93,16 @@ def test_replay_sends_a_broker_dead_lettered_message_back_to_the_queue_in_x_deat
     assert doc is not None and doc["moved"] == 1
     [(props, body)] = amqp_queues.drain(work)
     assert body == b'{"task_type": "t", "id": "x"}' and props.headers["x-tq-replays"] == 1
+
+
+def test_a_server_side_move_into_a_full_queue_does_not_claim_it_moved_everything(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src = amqp_queues.declare("src")
+    dst = amqp_queues.declare("dst", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    amqp_queues.publish_jobs(src, 5)
+    code, doc, err = tq_json("move", src, dst, "--server-side", "--timeout", "3")
+    assert amqp_queues.depth(src) + amqp_queues.depth(dst) == 5
+    assert code == 5, err
+    assert doc is not None and doc["moved"] == amqp_queues.depth(dst) < 5
+    assert doc["not_done"]
