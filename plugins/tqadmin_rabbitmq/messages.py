@@ -17,6 +17,12 @@ from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
 from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
 
+DELIVERY_COUNT = "x-delivery-count"  # only quorum queues add it
+QUORUM_PEEK_COST = (
+    f"; on this quorum queue each look adds 1 to {DELIVERY_COUNT}, and RabbitMQ drops or dead-letters a"
+    " message that goes past the queue's delivery-limit: do not peek the same messages over and over"
+)
+
 
 class AmqpMessages:
     """peek, open_transfer, purge and server_side_move for :class:`~tqadmin.plugin.base.BrokerAdmin`."""
@@ -41,7 +47,10 @@ class AmqpMessages:
                     channel.basic_nack(delivery_tag=0, multiple=True, requeue=True)
         finally:
             close_quietly(connection)
-        return PeekResult(queue=queue, messages=tuple(messages), cost=self.capabilities.peek_cost)
+        cost = self.capabilities.peek_cost
+        if any(DELIVERY_COUNT in m.headers for m in messages):
+            cost += QUORUM_PEEK_COST
+        return PeekResult(queue=queue, messages=tuple(messages), cost=cost)
 
     def open_transfer(self, queue: str) -> TransferSession:
         return AmqpTransferSession(self.config.url, queue, self.config.timeout_s)

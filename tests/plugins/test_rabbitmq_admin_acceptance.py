@@ -106,3 +106,13 @@ def test_a_server_side_move_into_a_full_queue_does_not_claim_it_moved_everything
     assert code == 5, err
     assert doc is not None and doc["moved"] == amqp_queues.depth(dst) < 5
     assert doc["not_done"]
+
+
+def test_peek_at_a_quorum_queue_warns_that_each_look_counts_toward_its_delivery_limit(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("quorum", {"x-queue-type": "quorum", "x-delivery-limit": 50})
+    amqp_queues.publish_jobs(q, 1)
+    code, doc, _ = tq_json("peek", q)
+    assert code == 0 and doc is not None and len(doc["messages"]) == 1
+    assert "delivery-limit" in doc["cost"] and "x-delivery-count" in doc["cost"]
