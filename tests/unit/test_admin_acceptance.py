@@ -130,3 +130,29 @@ def test_ctrl_c_during_a_server_side_move_says_the_shovel_goes_on_and_exits_part
 def test_a_deleted_message_is_reported_as_deleted() -> None:
     line = describe_report(ActionReport(action="delete", source="q", target="q", matched=1, moved=1))
     assert "deleted 1" in line and "moved" not in line
+
+
+def test_ctrl_c_mid_purge_with_backup_reports_what_was_purged(tmp_path: Path) -> None:
+    from tqadmin.admin.purge import purge_with_backup
+
+    class InterruptedAck(InterruptedSession):
+        def ack(self, deliveries: Sequence[Delivery]) -> None:
+            if self.acked:
+                raise KeyboardInterrupt
+            super().ack(deliveries)
+
+    session = InterruptedAck(30)
+    outcome = purge_with_backup(session, "q", tmp_path / "backup.jsonl", batch=10)
+    assert outcome.report.purged == 10 and outcome.report.not_done
+    assert outcome.error is not None and outcome.error.exit_code == ExitCode.PARTIAL
+    assert len((tmp_path / "backup.jsonl").read_text().splitlines()) == 20  # written before any ack
+
+
+def test_ctrl_c_mid_import_reports_what_was_confirmed() -> None:
+    from tqadmin.admin.importer import import_messages
+
+    session = InterruptedSession(0)
+    messages = [Message(body=b"{}") for _ in range(30)]
+    outcome = import_messages(session, "q", messages, "in.jsonl", batch=10)
+    assert (outcome.report.moved, outcome.report.failed) == (10, 20)
+    assert outcome.error is not None and outcome.error.exit_code == ExitCode.PARTIAL

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tqadmin.admin.purge import purge_with_backup
 from tqadmin.commands.context import CommandContext
+from tqadmin.commands.transfer_options import finish
 from tqadmin.errors import ConfirmationRefused
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import ActionReport
@@ -32,12 +33,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.PURGE)
         if args.backup is not None:
-            report = purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup)
-        else:
-            purged = admin.purge(args.queue)
-            report = ActionReport(
-                action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged
-            )
+            return finish(ctx, purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup))
+        purged = admin.purge(args.queue)
+    report = ActionReport(action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged)
     return ctx.finish(report)
 
 
