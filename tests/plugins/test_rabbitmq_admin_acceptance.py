@@ -56,8 +56,9 @@ def test_purge_with_a_backup_that_cannot_be_written_removes_nothing(
 ) -> None:
     q = amqp_queues.declare("q")
     amqp_queues.publish_jobs(q, 3)
-    code, _, err = tq_json("purge", q, "--yes", "--backup", "/dev/full")
-    assert code == 2 and "cannot write /dev/full" in err
+    missing = isolated_env / "no-such-dir" / "backup.jsonl"
+    code, _, err = tq_json("purge", q, "--yes", "--backup", str(missing))
+    assert code == 2 and f"cannot write {missing}" in err
     assert amqp_queues.depth(q) == 3
 
 
@@ -116,3 +117,16 @@ def test_peek_at_a_quorum_queue_warns_that_each_look_counts_toward_its_delivery_
     code, doc, _ = tq_json("peek", q)
     assert code == 0 and doc is not None and len(doc["messages"]) == 1
     assert "delivery-limit" in doc["cost"] and "x-delivery-count" in doc["cost"]
+
+
+def test_purge_never_overwrites_an_existing_backup_file(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    amqp_queues.publish_jobs(q, 3)
+    backup = isolated_env / "backup.jsonl"
+    backup.write_text("the first run's messages\n")
+    code, _, err = tq_json("purge", q, "--yes", "--backup", str(backup))
+    assert code == 2 and "exists" in err
+    assert backup.read_text() == "the first run's messages\n"
+    assert amqp_queues.depth(q) == 3

@@ -22,10 +22,12 @@ class MessageWriter:
     disk yet.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, overwrite: bool = True) -> None:
         self.path = path
         try:
-            self._file = path.open("w", encoding="utf-8")
+            self._file = path.open("w" if overwrite else "x", encoding="utf-8")
+        except FileExistsError:
+            raise UsageError(f"{path} exists: a backup is never overwritten; pick another file") from None
         except OSError as exc:
             raise self._failed(exc) from None
 

@@ -24,7 +24,7 @@ def purge_with_backup(
     purged = 0
     error: TqadminError | None = None
     try:
-        with session, closing(MessageWriter(path)) as writer:
+        with session, closing(MessageWriter(path, overwrite=False)) as writer:
             while deliveries := session.fetch(batch):
                 writer.write(d.message for d in deliveries)
                 writer.sync()
