@@ -22,7 +22,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="do not ask for the queue name (without it, a run with no terminal is refused, exit 2)",
     )
     parser.add_argument(
-        "--backup", type=Path, metavar="FILE", help="write every message to FILE (JSONL) first"
+        "--backup",
+        type=Path,
+        metavar="FILE",
+        help="write every message to FILE (JSONL; a new file, never overwritten) first",
     )
 
 
