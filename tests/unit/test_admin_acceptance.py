@@ -156,3 +156,12 @@ def test_ctrl_c_mid_import_reports_what_was_confirmed() -> None:
     outcome = import_messages(session, "q", messages, "in.jsonl", batch=10)
     assert (outcome.report.moved, outcome.report.failed) == (10, 20)
     assert outcome.error is not None and outcome.error.exit_code == ExitCode.PARTIAL
+
+
+def test_a_filter_matches_json_booleans_and_binary_headers_as_written() -> None:
+    from tqadmin.admin.filters import parse_filter
+
+    message = Message(body=b'{"task_type": "t", "urgent": true}', headers={"x-src": b"billing"})
+    assert parse_filter("urgent=true")(message)
+    assert not parse_filter("urgent=false")(message)
+    assert parse_filter("x-src=billing")(message)
