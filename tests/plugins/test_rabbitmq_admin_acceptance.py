@@ -130,3 +130,15 @@ def test_purge_never_overwrites_an_existing_backup_file(
     assert code == 2 and "exists" in err
     assert backup.read_text() == "the first run's messages\n"
     assert amqp_queues.depth(q) == 3
+
+
+def test_an_audit_log_that_cannot_be_written_refuses_the_write_before_anything_is_sent(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 3)
+    (isolated_env / "a-file").write_text("")
+    monkeypatch.setenv("TQADMIN_AUDIT_LOG", str(isolated_env / "a-file" / "audit.jsonl"))
+    code, _, err = tq_json("move", src, dst, "--client-side")
+    assert code == 2 and "audit log" in err and err.count("\n") == 1
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)

@@ -48,15 +48,20 @@ class CommandContext:
     def finish(self, report: ActionReport) -> int:
         """Audit, print and pick the exit code of an admin action."""
         outcome = "dry_run" if report.dry_run else ("ok" if report.complete else "partial")
-        audit.append(
-            self.settings.audit_log,
-            profile=self.settings.profile,
-            action=report.action,
-            target=report.target or report.source,
-            count=report.count,
-            outcome=outcome,
-            extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
-        )
+        try:
+            audit.append(
+                self.settings.audit_log,
+                profile=self.settings.profile,
+                action=report.action,
+                target=report.target or report.source,
+                count=report.count,
+                outcome=outcome,
+                extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
+            )
+        except OSError as exc:  # the action happened: still say what it did
+            self.progress(
+                f"tqadmin: warning: cannot append to the audit log {self.settings.audit_log}: {exc.strerror}"
+            )
         self.emit(report.to_json(), lambda: describe_report(report))
         return int(ExitCode.OK if report.complete else ExitCode.PARTIAL)
 
