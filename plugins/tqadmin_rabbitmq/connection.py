@@ -107,9 +107,12 @@ def _connect_failure(exc: BaseException, where: str) -> TqadminError | None:
     chain = _chain(exc)
     root = chain[-1]
     detail = mask_text(str(root) or type(root).__name__)
-    if isinstance(
-        root, cw.AMQPConnectorStackTimeout | socket.timeout | TimeoutError | pe.AMQPHeartbeatTimeout
-    ):
+    if isinstance(root, cw.AMQPConnectorStackTimeout):  # connected, but no AMQP handshake came back
+        return ConnectTimeout(
+            f"{where} accepted the connection but did not speak AMQP in time: is that the AMQP port"
+            " (5672, or 5671 for amqps) and not, say, the management API's? Check the port and the load"
+        )
+    if isinstance(root, socket.timeout | TimeoutError | pe.AMQPHeartbeatTimeout):
         return ConnectTimeout(f"{where} did not answer in time ({detail}): check the host, port and firewall")
     if any(isinstance(e, ssl.SSLError | cw.AMQPConnectorTransportSetupError) for e in chain):
         return Unreachable(f"TLS with {where} failed ({detail}): check the certificate, CA and amqp vs amqps")

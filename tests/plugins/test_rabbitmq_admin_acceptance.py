@@ -142,3 +142,14 @@ def test_an_audit_log_that_cannot_be_written_refuses_the_write_before_anything_i
     code, _, err = tq_json("move", src, dst, "--client-side")
     assert code == 2 and "audit log" in err and err.count("\n") == 1
     assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)
+
+
+def test_the_amqp_url_pointing_at_the_management_port_says_to_check_the_port(isolated_env: Path) -> None:
+    from tqadmin_rabbitmq.connection import connect
+
+    from tqadmin.errors import ConnectTimeout
+
+    with pytest.raises(ConnectTimeout) as info:
+        connect("amqp://guest:guest@127.0.0.1:15672/%2F", timeout_s=1)
+    text = str(info.value)
+    assert "5672" in text and "AddressFamily" not in text and "port" in text
