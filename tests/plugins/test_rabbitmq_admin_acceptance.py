@@ -153,3 +153,15 @@ def test_the_amqp_url_pointing_at_the_management_port_says_to_check_the_port(iso
         connect("amqp://guest:guest@127.0.0.1:15672/%2F", timeout_s=1)
     text = str(info.value)
     assert "5672" in text and "AddressFamily" not in text and "port" in text
+
+
+def test_exported_messages_are_readable_by_their_owner_only(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    q = amqp_queues.declare("q")
+    amqp_queues.publish_jobs(q, 1)
+    export, backup = isolated_env / "export.jsonl", isolated_env / "backup.jsonl"
+    assert tq_json("export", q, str(export))[0] == 0
+    assert tq_json("purge", q, "--yes", "--backup", str(backup))[0] == 0
+    assert export.stat().st_mode & 0o777 == 0o600
+    assert backup.stat().st_mode & 0o777 == 0o600

@@ -25,7 +25,9 @@ class MessageWriter:
     def __init__(self, path: Path, *, overwrite: bool = True) -> None:
         self.path = path
         try:
-            self._file = path.open("w" if overwrite else "x", encoding="utf-8")
+            # 0600 like the audit log: message bodies may hold personal data or secrets.
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+            self._file = open(os.open(path, flags, 0o600), "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
         except FileExistsError:
             raise UsageError(f"{path} exists: a backup is never overwritten; pick another file") from None
         except OSError as exc:
