@@ -6,7 +6,7 @@ import argparse
 import json
 
 from tqadmin.commands.arguments import positive
-from tqadmin.commands.context import CommandContext
+from tqadmin.commands.context import CommandContext, printable
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 
@@ -58,5 +58,4 @@ def _preview(message: Message) -> str:
 
 def _text(value: object) -> str:
     """Broker data is data: control characters escaped so a body cannot drive the terminal."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return printable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
