@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import pika
 
+from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.base import BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult
@@ -71,14 +72,18 @@ class AmqpMessages:
             depth = _queue_depth(connection, self.config.url, source)
             _queue_depth(connection, self.config.url, target)  # the target must exist, as on the client path
             count = depth if limit is None else min(depth, limit)
-            if shovel.exists():  # left running by an earlier, interrupted run: let it finish first
+            try:
+                running = shovel.exists()
+            except NotAuthorized:  # this user may not manage shovels (policymaker tag): the client can move
+                return None
+            if running:  # left running by an earlier, interrupted run: let it finish first
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
                 depth = _queue_depth(connection, self.config.url, source)
                 count = depth if limit is None else min(depth, limit)
             if count > 0:
                 try:
                     shovel.start(count)
-                except ShovelUnavailable:
+                except (ShovelUnavailable, NotAuthorized):
                     return None
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
             # A shovel also counts copies the target refused (a full queue nacks them back to the source).

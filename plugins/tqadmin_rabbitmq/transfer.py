@@ -29,7 +29,7 @@ from tqadmin.errors import BrokerError, Nacked, Unroutable, UsageError
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message
-from tqadmin_rabbitmq.connection import connect, translated
+from tqadmin_rabbitmq.connection import connect, translate, translated
 
 DEFAULT_WINDOW = 500
 _IDLE_WAIT_S = 0.2
@@ -224,13 +224,17 @@ class ConfirmedPublisher:
         """Process I/O until ``done()``; confirms arrive in impl callbacks, which do not wake
         ``process_data_events``, so we drive pika's own flush loop with a timer as the deadline."""
         expired: list[bool] = []
+        impl = self._channel._impl
         ioloop = self._connection._impl.ioloop
         timer = ioloop.call_later(self._timeout_s, lambda: expired.append(True))
         try:
             with translated(self._url):
-                self._connection._flush_output(lambda: done() or bool(expired))
+                self._connection._flush_output(lambda: done() or bool(expired) or not impl.is_open)
         finally:
             ioloop.remove_timeout(timer)
+        if not impl.is_open and isinstance(impl._closing_reason, Exception):
+            # The broker closed the channel (403 ACCESS_REFUSED, 404...): say why, not "no confirm in time".
+            raise translate(impl._closing_reason, self._url)
         if not done():
             raise BrokerError(
                 f"RabbitMQ at {mask_url(self._url)} did not {what} within {self._timeout_s:g} s:"

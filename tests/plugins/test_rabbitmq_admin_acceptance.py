@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import decimal
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,51 @@ def test_exported_messages_are_readable_by_their_owner_only(
     assert tq_json("purge", q, "--yes", "--backup", str(backup))[0] == 0
     assert export.stat().st_mode & 0o777 == 0o600
     assert backup.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.fixture
+def read_only_user(unique: str) -> Iterator[str]:
+    """A broker user (management tag) that may read every queue of / but write and configure none."""
+    import httpx
+
+    name, password = f"test-ro-{unique}", f"pw-{unique}"
+    api = httpx.Client(base_url="http://127.0.0.1:15672/api/", auth=("guest", "guest"))
+    api.put(f"users/{name}", json={"password": password, "tags": "management"}).raise_for_status()
+    api.put(f"permissions/%2F/{name}", json={"configure": "", "write": "", "read": ".*"}).raise_for_status()
+    yield f"amqp://{name}:{password}@127.0.0.1:5672/%2F"
+    api.delete(f"users/{name}")
+    api.close()
+
+
+def test_a_user_who_may_not_write_the_target_is_exit_3_at_once_and_nothing_is_lost(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any, read_only_user: str
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 3)
+    code, _, err = tq_json("move", src, dst, "--client-side", "--broker", read_only_user, "--timeout", "30")
+    assert code == 3, err
+    assert "ACCESS_REFUSED" in err and "within" not in err
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)
+
+
+def test_without_the_right_to_run_a_shovel_the_move_runs_through_the_client(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any, read_only_user: str
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 3)
+    _, _, err = tq_json("move", src, dst, "--broker", read_only_user)
+    assert "moving through the client" in err
+    assert "refused the login" not in err
+
+
+def test_a_401_for_a_missing_permission_is_not_called_a_failed_login(read_only_user: str) -> None:
+    from tqadmin_rabbitmq.management import ManagementClient
+    from tqadmin_rabbitmq.urls import management_endpoint
+
+    from tqadmin.errors import NotAuthorized
+
+    client = ManagementClient(management_endpoint(read_only_user, None), 5)
+    with pytest.raises(NotAuthorized) as info:
+        client.get_json("api/parameters/shovel/%2F")
+    client.close()
+    assert "refused the login" not in str(info.value) and "not authorised" in str(info.value)

@@ -87,7 +87,10 @@ def run_server_side(
             " (nothing is lost); run the same command again to wait for it to finish"
         ) from None
     if report is None:
-        ctx.progress(f"{action}: server-side move not available on this broker; moving through the client")
+        ctx.progress(
+            f"{action}: server-side move not available (shovel plugin off, or this user may not run shovels:"
+            " policymaker tag); moving through the client"
+        )
         return None
     return replace(report, action=action)
 
