@@ -27,7 +27,10 @@ def import_messages(
         except TqadminError as exc:
             error = exc
         except KeyboardInterrupt:
-            error = PartialFailure(f"import interrupted after {sent} confirmed message(s)")
+            error = PartialFailure(
+                f"import interrupted after {sent} confirmed message(s); some of the next {batch} may have"
+                " arrived too, unconfirmed: a rerun of the whole file would duplicate those confirmed"
+            )
     failed = len(messages) - sent
     not_done = (f"lines after the first {sent} message(s) of {source} were not confirmed",) if failed else ()
     report = ActionReport(
