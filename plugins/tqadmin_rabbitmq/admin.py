@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pika
@@ -19,17 +19,18 @@ from tqadmin_rabbitmq.listing import (
     QUEUE_COLUMNS,
     DeadLetterTarget,
     Router,
+    parse_queue_list,
     parse_queue_page,
     to_alarms,
     to_stats,
 )
-from tqadmin_rabbitmq.management import ManagementClient, path_of
+from tqadmin_rabbitmq.management import MAX_BODY_BYTES, ManagementClient, path_of
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
 from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
 from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
 
 PAGE_SIZE = 500  # the management API's largest page
-MAX_PAGES = 10_000  # a server that never stops paging is broken, not busy
+BYTES_PER_QUEUE = 4096  # generous for one queue's columns, arguments and policy included
 # A poller's share of the broker, in wall time of its listings. RabbitMQ spreads a listing over several
 # schedulers, so it burns up to about twice the call's latency in CPU (bench/poll.py): 5% of wall time
 # keeps a poller under 10% of a core.
@@ -56,7 +57,8 @@ class RabbitMQAdmin(BrokerAdmin):
         self._budget = budget
         self._min_interval_s = min_interval_s
         self._api: ManagementClient | None = None
-        self._items: list[Mapping[str, Any]] = []
+        self._items: Sequence[Mapping[str, Any]] = ()
+        self._bindings: dict[str, list[tuple[str, str]]] = {}  # dead-letter exchange -> its queue bindings
         self._refetch_at = -1.0  # time.monotonic() after which the queue pages may be fetched again
 
     @property
@@ -67,7 +69,7 @@ class RabbitMQAdmin(BrokerAdmin):
         return self._api
 
     def list_queues(self) -> QueueListing:
-        """A paged, column-filtered listing of the vhost's queues plus one call for node alarms: never a
+        """The vhost's queues in one or two column-filtered calls plus one call for node alarms: never a
         call per queue.
 
         Listing thousands of queues costs the broker real CPU, so a poller keeps to a budget: the queue
@@ -159,33 +161,41 @@ class RabbitMQAdmin(BrokerAdmin):
             self._api.close()
             self._api = None
 
-    def _queue_items(self) -> list[Mapping[str, Any]]:
+    def _queue_items(self) -> Sequence[Mapping[str, Any]]:
         started = time.monotonic()
         if started < self._refetch_at:
             return self._items
         self._items = self._fetch_queue_items()
+        self._bindings = {}
         took = time.monotonic() - started
         self._refetch_at = started + max(self._min_interval_s, took / self._budget)
         return self._items
 
-    def _fetch_queue_items(self) -> list[Mapping[str, Any]]:
-        # No sort parameter: the default order (by name) lets RabbitMQ compute stats for one page only,
-        # where an explicit sort makes it compute them for every queue on every page.
-        params = {"page_size": str(PAGE_SIZE), "columns": ",".join(QUEUE_COLUMNS)}
-        seen: dict[str, Mapping[str, Any]] = {}
-        for page in range(1, MAX_PAGES + 1):
-            document = self.api.get_json(
-                path_of("api", "queues", self.vhost),
-                {**params, "page": str(page)},
-                missing=f"vhost {self.vhost!r}",
-                missing_error=BrokerError,
-            )
-            parsed = parse_queue_page(document, self.api.where)
-            for item in parsed.items:  # a queue created between two pages may show up twice
-                seen.setdefault(str(item["name"]), item)
-            if page >= parsed.page_count or not parsed.items:
-                return list(seen.values())
-        raise BadResponse(f"{self.api.where} kept paging past {MAX_PAGES} pages of queues")
+    def _fetch_queue_items(self) -> Sequence[Mapping[str, Any]]:
+        """The first page (no sort parameter: in the default order RabbitMQ computes the stats of that page
+        only); when there is more, everything at once in one column-filtered call.
+
+        Paging on would cost the broker more than that one call: every page request lists and sorts all
+        queues again (bench/poll.py with 5,000 queues: 10 pages took about twice the broker CPU of one
+        column-filtered listing). The first page's count bounds how large that listing may be.
+        """
+        columns = ",".join(QUEUE_COLUMNS)
+        first = parse_queue_page(
+            self._get_queues({"page": "1", "page_size": str(PAGE_SIZE), "columns": columns}), self.api.where
+        )
+        if first.page_count <= 1:
+            return first.items
+        limit = max(MAX_BODY_BYTES, (first.total_count + PAGE_SIZE) * BYTES_PER_QUEUE)
+        return parse_queue_list(self._get_queues({"columns": columns}, limit), self.api.where)
+
+    def _get_queues(self, params: Mapping[str, str], max_bytes: int | None = None) -> Any:
+        return self.api.get_json(
+            path_of("api", "queues", self.vhost),
+            params,
+            missing=f"vhost {self.vhost!r}",
+            missing_error=BrokerError,
+            max_bytes=max_bytes,
+        )
 
     def _alarms(self) -> list[Alarm]:
         try:
@@ -197,8 +207,8 @@ class RabbitMQAdmin(BrokerAdmin):
 
     def _router(self, queues: Collection[str]) -> Router:
         """Resolve a dead-letter exchange to a queue: the default exchange routes by name; another exchange
-        by its bindings, fetched once per exchange and poll (only for queues that have such a DLX)."""
-        bindings: dict[str, list[tuple[str, str]]] = {}
+        by its bindings, fetched once per exchange and queue fetch (only for queues that have such a DLX)."""
+        bindings = self._bindings
 
         def route(target: DeadLetterTarget, queue: str) -> str | None:
             # Without a dead-letter routing key, RabbitMQ keeps the message's own key: usually the queue name.

@@ -39,6 +39,7 @@ NODE_COLUMNS = ("name", "running", "mem_alarm", "disk_free_alarm")
 class QueuePage:
     items: tuple[Mapping[str, Any], ...]
     page_count: int
+    total_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +60,20 @@ def parse_queue_page(document: Any, where: str) -> QueuePage:
         raise BadResponse(f"{where} sent a queue page that is not a JSON object: {_kind(document)}")
     items = document.get("items")
     page_count = document.get("page_count")
-    if not isinstance(items, list) or not _is_int(page_count):
-        raise BadResponse(f"{where} sent a queue page without an 'items' list and a 'page_count' number")
-    for item in items:
+    total = document.get("total_count", len(items) if isinstance(items, list) else None)
+    if not isinstance(items, list) or not _is_int(page_count) or not _is_int(total):
+        raise BadResponse(f"{where} sent a queue page without an 'items' list and 'page_count' number")
+    return QueuePage(parse_queue_list(items, where), page_count, total)
+
+
+def parse_queue_list(document: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    """The unpaged ``GET /api/queues/<vhost>`` (or a page's ``items``): a list of named queue objects."""
+    if not isinstance(document, list):
+        raise BadResponse(f"{where} sent a queue list that is not a JSON array: {_kind(document)}")
+    for item in document:
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise BadResponse(f"{where} sent a queue entry without a 'name': {_kind(item)}")
-    return QueuePage(tuple(items), int(page_count))
+    return tuple(document)
 
 
 def dead_letter_target(item: Mapping[str, Any], where: str) -> DeadLetterTarget | None:

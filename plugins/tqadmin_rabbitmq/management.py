@@ -8,6 +8,7 @@ endpoint without its credentials and says what to check. httpx is imported here 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import time
 from collections.abc import Mapping
@@ -66,10 +67,14 @@ class ManagementClient:
         *,
         missing: str | None = None,
         missing_error: type[BrokerError] = QueueNotFound,
+        max_bytes: int | None = None,
     ) -> Any:
         """GET ``path`` as JSON. ``missing`` names what a 404 means (``"queue 'x'"``) and a 404 then raises
-        ``missing_error``; without it a 404 is an error about the URL itself."""
-        return self.request_json("GET", path, params=params, missing=missing, missing_error=missing_error)
+        ``missing_error``; without it a 404 is an error about the URL itself. ``max_bytes`` overrides the
+        client's body limit for a call whose expected size is known."""
+        return self.request_json(
+            "GET", path, params=params, missing=missing, missing_error=missing_error, max_bytes=max_bytes
+        )
 
     def request_json(
         self,
@@ -80,6 +85,7 @@ class ManagementClient:
         body: Any = None,
         missing: str | None = None,
         missing_error: type[BrokerError] = QueueNotFound,
+        max_bytes: int | None = None,
     ) -> Any:
         """Send one request and return its decoded JSON body (``None`` for an empty body)."""
         deadline = time.monotonic() + self.timeout_s
@@ -91,7 +97,7 @@ class ManagementClient:
             raise self._transport_error(exc, call) from None
         try:
             self._check_status(response, call, missing, missing_error)
-            raw = self._read_capped(response, call, deadline)
+            raw = self._read_capped(response, call, deadline, max_bytes or self.max_body_bytes)
         except httpx.TimeoutException:
             raise self._timeout(call) from None
         except httpx.HTTPError as exc:
@@ -152,34 +158,31 @@ class ManagementClient:
     def _reason(self, response: httpx.Response) -> str:
         """The ``reason`` of RabbitMQ's JSON error body, short and masked; empty when there is none."""
         try:
-            raw = self._read_capped(response, "", time.monotonic() + self.timeout_s, limit=4096)
+            raw = self._read_capped(response, "", time.monotonic() + self.timeout_s, 4096)
             reason = json.loads(raw).get("reason", "")
         except (TqadminError, httpx.HTTPError, ValueError, AttributeError):
             return ""
         text = mask_text(str(reason)).replace("\n", " ")[:200]
         return f": {text}" if text else ""
 
-    def _read_capped(
-        self, response: httpx.Response, call: str, deadline: float, limit: int | None = None
-    ) -> bytes:
-        cap = self.max_body_bytes if limit is None else limit
+    def _read_capped(self, response: httpx.Response, call: str, deadline: float, cap: int) -> bytes:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
-            raise self._too_large(call, f"a body of {int(declared)} bytes")
+            raise self._too_large(call, f"a body of {int(declared)} bytes", cap)
         chunks: list[bytes] = []
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > cap:
-                raise self._too_large(call, f"a body of more than {cap} bytes")
+                raise self._too_large(call, f"a body of more than {cap} bytes", cap)
             if time.monotonic() > deadline:
                 raise self._timeout(call)
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _too_large(self, call: str, what: str) -> PayloadTooLarge:
+    def _too_large(self, call: str, what: str, cap: int) -> PayloadTooLarge:
         return PayloadTooLarge(
-            f"{self.where} answered {call} with {what}, over the {self.max_body_bytes} byte limit: "
+            f"{self.where} answered {call} with {what}, over the {cap} byte limit: "
             "check the management URL (a proxy or another service?)"
         )
 
@@ -199,7 +202,7 @@ class ManagementClient:
                 "http:// versus https://"
             )
         detail = _detail(exc)
-        if "name or service not known" in detail.lower() or "nodename nor servname" in detail.lower():
+        if _caused_by(exc, socket.gaierror):
             return Unreachable(f"cannot resolve the host of {self.where} ({detail}): check the host name")
         if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
             return Unreachable(f"cannot use {self.where} ({detail}): check the management URL")

@@ -240,6 +240,11 @@ class FakeManagementAPI:
         with self._lock:
             self._faults.append(_Fault(prefix, answer, times))
 
+    def heal(self) -> None:
+        """Drop every injected failure: the API answers from its model again."""
+        with self._lock:
+            self._faults.clear()
+
     def calls_to(self, prefix: str) -> int:
         return sum(1 for path in self.requests if path.startswith(prefix))
 
