@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 $(BIN)/tqadmin: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[all,dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev]'
 	touch $@
 
 setup: $(BIN)/tqadmin
@@ -20,12 +20,12 @@ run: setup services
 	$(BIN)/tqadmin queues
 
 test: setup services
-	$(BIN)/ruff check tqadmin plugins tests bench
-	$(BIN)/ruff format --check tqadmin plugins tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: setup services
-	$(BIN)/pip install --quiet -e '.[all,dev,bench]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py

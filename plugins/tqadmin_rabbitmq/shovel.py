@@ -9,49 +9,60 @@ starting a second one.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
-import httpx
-
-from tqadmin.errors import BadResponse, BrokerError, ConnectError, NotAuthorized
-from tqadmin.masking import mask_url
+from tqadmin.errors import BrokerError, TqadminError
+from tqadmin_rabbitmq.management import ManagementClient, path_of
 from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
 
 _POLL_S = 0.05
+_LOOK_EVERY_S = 1.0
 _STALL_FACTOR = 3  # give up after this many --timeout periods without progress
 
 
 class ShovelUnavailable(Exception):
-    """The shovel plugin is not enabled on this broker: the caller takes the client path."""
+    """The shovel plugins are not enabled on this broker: the caller takes the client path."""
+
+
+class _Missing(BrokerError):
+    """A 404 from the management API for the shovel: it is gone (done) or was never there."""
 
 
 class Shovel:
     """One dynamic shovel from ``source`` to ``target`` in the broker URL's vhost."""
 
     def __init__(self, amqp_url: str, management_url: str | None, source: str, target: str, timeout_s: float):
-        endpoint = management_endpoint(amqp_url, management_url)
         self._vhost = vhost_of(amqp_url)
-        self._base = endpoint.base_url
-        self._client = httpx.Client(
-            base_url=endpoint.base_url, auth=(endpoint.username, endpoint.password), timeout=timeout_s
-        )
+        self._api = ManagementClient(management_endpoint(amqp_url, management_url), timeout_s)
         self._timeout_s = timeout_s
         self.source = source
         self.target = target
         self.name = f"tqadmin-move-{source}-to-{target}"
-        self._path = f"api/parameters/shovel/{quote(self._vhost, safe='')}/{quote(self.name, safe='')}"
+        self._path = path_of("api", "parameters", "shovel", self._vhost, self.name)
 
     def close(self) -> None:
-        self._client.close()
+        self._api.close()
 
     def exists(self) -> bool:
-        return self._request("GET", self._path, allow=(404,)).status_code == 200
+        try:
+            self._api.get_json(self._path, missing=f"shovel {self.name!r}", missing_error=_Missing)
+        except _Missing:
+            return False
+        return True
 
     def start(self, count: int) -> None:
-        """Create the shovel; raises :class:`ShovelUnavailable` when the plugin is not enabled."""
-        local = "amqp:///" + quote(self._vhost, safe="")
+        """Create the shovel; raises :class:`ShovelUnavailable` when the shovel plugins are off (the
+        ``/api/shovels`` endpoint comes with ``rabbitmq_shovel_management``, which needs the shovel)."""
+        try:
+            self._api.get_json(
+                path_of("api", "shovels", self._vhost), missing="the shovel API", missing_error=_Missing
+            )
+        except _Missing:
+            raise ShovelUnavailable(self._api.where) from None
+        local = "amqp:///" + path_of(self._vhost)
         value: dict[str, Any] = {
             "src-protocol": "amqp091",
             "src-uri": local,
@@ -63,41 +74,41 @@ class Shovel:
             "src-delete-after": count,
             "dest-add-forward-headers": False,
         }
-        response = self._request("PUT", self._path, json={"value": value}, allow=(400, 404))
-        if response.status_code in (400, 404):
-            raise ShovelUnavailable(response.text[:200])
+        self._api.request_json("PUT", self._path, body={"value": value})
 
-    def wait(self, remaining: Any) -> None:
-        """Block until the shovel removed itself; ``remaining()`` gives the source depth to detect a stall."""
+    def wait(self, remaining: Callable[[], int]) -> None:
+        """Block until the shovel removed itself. ``remaining()`` (the source depth) is read once a second
+        to detect a stall; the cheap existence check runs every poll."""
         last = remaining()
-        last_change = time.monotonic()
+        last_change = last_look = time.monotonic()
         while self.exists():
             time.sleep(_POLL_S)
+            if time.monotonic() - last_look < _LOOK_EVERY_S:
+                continue
+            last_look = time.monotonic()
             now_left = remaining()
             if now_left != last:
-                last, last_change = now_left, time.monotonic()
-            elif time.monotonic() - last_change > _STALL_FACTOR * self._timeout_s:
-                self._request("DELETE", self._path, allow=(404,))
+                last, last_change = now_left, last_look
+            elif last_look - last_change > _STALL_FACTOR * self._timeout_s:
+                state = self._state()
+                self._delete()
                 raise BrokerError(
                     f"the RabbitMQ shovel {self.name} made no progress for"
-                    f" {_STALL_FACTOR * self._timeout_s:g} s and was removed; nothing unconfirmed was acked;"
-                    " check the shovel status in the management UI or rerun with --client-side"
+                    f" {_STALL_FACTOR * self._timeout_s:g} s (state: {state}) and was removed; nothing"
+                    " unconfirmed was acked; check the broker's shovel status, or rerun with --client-side"
                 )
 
-    def _request(self, method: str, path: str, allow: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
-        where = f"the RabbitMQ management API at {mask_url(self._base)}"
+    def _delete(self) -> None:
+        with contextlib.suppress(_Missing):
+            self._api.request_json("DELETE", self._path, missing="shovel", missing_error=_Missing)
+
+    def _state(self) -> str:
+        """The shovel's state and reason as the broker reports them, for the error message."""
         try:
-            response = self._client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ConnectError(
-                f"cannot reach {where} ({type(exc).__name__}): is the management plugin on?"
-            ) from None
-        if response.status_code in (401, 403):
-            raise NotAuthorized(
-                f"{where} refused the login ({response.status_code}): check the management user"
-            )
-        if response.status_code >= 400 and response.status_code not in allow:
-            raise BadResponse(
-                f"{where} answered {response.status_code} to {method} {path}: {response.text[:200]}"
-            )
-        return response
+            found = self._api.get_json(path_of("api", "shovels", self._vhost, self.name), missing="shovel")
+        except TqadminError:
+            return "unknown"
+        entries = found if isinstance(found, list) else [found]
+        return "; ".join(
+            f"{e.get('state')} {e.get('reason', '')}".strip() for e in entries if isinstance(e, dict)
+        )

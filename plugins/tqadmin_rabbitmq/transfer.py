@@ -13,6 +13,7 @@ consumer is started on the same channel (the old one's deliveries stay unacked a
 
 from __future__ import annotations
 
+import base64
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -102,8 +103,6 @@ def _amqp_headers(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _amqp_value(value: Any) -> Any:
-    import base64
-
     if isinstance(value, Mapping):
         if set(value) == {"$base64"} and isinstance(value["$base64"], str):
             return base64.b64decode(value["$base64"])
@@ -130,8 +129,8 @@ class ConfirmedPublisher:
         self._channel = channel
         self._url = url
         self._timeout_s = timeout_s
-        self._published = 0
-        self._confirmed = 0
+        self._published = 0  # the broker numbers published messages 1, 2, ... on a confirm channel
+        self._pending: set[int] = set()  # numbers published and not yet acked or nacked
         self._nacked = 0
         self._returned: list[str] = []
         self._selected = False
@@ -143,7 +142,7 @@ class ConfirmedPublisher:
     def publish(self, items: Sequence[tuple[str, Message]], exchange: str = "") -> None:
         """Publish every ``(routing key, message)`` and return when the broker confirmed all of them."""
         self._returned.clear()
-        nacked_before = self._nacked
+        self._nacked = 0
         for routing_key, message in items:
             self._channel._impl.basic_publish(  # queued, flushed once by _wait below
                 exchange=exchange,
@@ -153,7 +152,8 @@ class ConfirmedPublisher:
                 mandatory=True,
             )
             self._published += 1
-        self._wait(lambda: self._confirmed >= self._published, "confirm the published copies")
+            self._pending.add(self._published)
+        self._wait(lambda: not self._pending, "confirm the published copies")
         where = f"RabbitMQ at {mask_url(self._url)}"
         if self._returned:
             names = ", ".join(sorted(set(self._returned))[:3])
@@ -161,9 +161,9 @@ class ConfirmedPublisher:
                 f"{where} returned {len(self._returned)} message(s) as unroutable: no queue named {names}"
                 " (create it, or pick another target); their originals were left in place"
             )
-        if self._nacked > nacked_before:
+        if self._nacked:
             raise Nacked(
-                f"{where} refused {self._nacked - nacked_before} message(s) (queue full or broker error);"
+                f"{where} refused {self._nacked} message(s) (queue full or broker error);"
                 " their originals were left in place"
             )
 
@@ -175,11 +175,13 @@ class ConfirmedPublisher:
 
     def _on_confirm(self, frame: Any) -> None:
         method = frame.method
-        upto = self._published if method.delivery_tag == 0 else method.delivery_tag
-        newly = upto - self._confirmed if method.multiple else 1
+        if method.multiple:
+            settled = {n for n in self._pending if method.delivery_tag == 0 or n <= method.delivery_tag}
+        else:
+            settled = {method.delivery_tag} & self._pending
+        self._pending -= settled
         if isinstance(method, pika.spec.Basic.Nack):
-            self._nacked += max(newly, 1)
-        self._confirmed = max(self._confirmed, upto) if method.multiple else self._confirmed + 1
+            self._nacked += len(settled)
 
     def _wait(self, done: Callable[[], bool], what: str) -> None:
         """Process I/O until ``done()``; confirms arrive in impl callbacks, which do not wake

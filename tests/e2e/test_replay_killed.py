@@ -22,22 +22,24 @@ def tqadmin(*argv: str) -> list[str]:
     return [sys.executable, "-m", "tqadmin.cli", *argv]
 
 
+def fill(amqp_queues: Any, queue: str, headers: dict[str, object] | None = None) -> None:
+    """TOTAL persistent jobs, published without a confirm each (fast), then wait until all are counted."""
+    channel = amqp_queues.connection.channel()
+    properties = amqp_queues._pika.BasicProperties(delivery_mode=2, headers=headers)
+    for i in range(TOTAL):
+        channel.basic_publish(
+            "", queue, json.dumps({"task_type": "t", "id": f"job-{i}"}).encode(), properties
+        )
+    channel.close()
+    while amqp_queues.depth(queue) < TOTAL:
+        time.sleep(0.05)
+
+
 def test_a_replay_killed_half_way_and_run_again_delivers_every_message(
     isolated_env: Path, amqp_queues: Any
 ) -> None:
     dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
-    headers = {"x-tq-original-queue": target, "x-tq-reason": "max_retries"}
-    channel = amqp_queues.connection.channel()  # no confirm per message: fill fast, then check the count
-    for i in range(TOTAL):
-        channel.basic_publish(
-            "",
-            dlq,
-            json.dumps({"task_type": "t", "id": f"job-{i}"}).encode(),
-            amqp_queues._pika.BasicProperties(delivery_mode=2, headers=headers),
-        )
-    channel.close()
-    while amqp_queues.depth(dlq) < TOTAL:
-        time.sleep(0.05)
+    fill(amqp_queues, dlq, {"x-tq-original-queue": target, "x-tq-reason": "max_retries"})
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     first = subprocess.Popen(
@@ -68,3 +70,35 @@ def test_a_replay_killed_half_way_and_run_again_delivers_every_message(
     arrived = [json.loads(body)["id"] for _, body in amqp_queues.drain(target)]
     assert len(set(arrived)) == TOTAL
     assert len(arrived) - TOTAL <= 2 * 500, "more duplicates than the unacked window allows"
+
+
+def test_a_server_side_replay_killed_mid_way_is_finished_by_the_rerun_without_a_second_shovel(
+    isolated_env: Path, amqp_queues: Any
+) -> None:
+    import httpx
+
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
+    fill(amqp_queues, dlq)
+    shovel = f"api/parameters/shovel/%2F/tqadmin-move-{dlq}-to-{target}"
+    with httpx.Client(base_url="http://127.0.0.1:15672/", auth=("guest", "guest"), timeout=30) as api:
+        first = subprocess.Popen(
+            tqadmin("replay", dlq, "--to", target), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            while api.get(shovel).status_code != 200 and first.poll() is None:
+                time.sleep(0.01)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+        second = subprocess.run(
+            tqadmin("replay", dlq, "--to", target, "--json"),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode == 0, second.stderr
+        assert api.get(shovel).status_code == 404
+    assert amqp_queues.depth(dlq) == 0
+    arrived = {json.loads(body)["id"] for _, body in amqp_queues.drain(target)}
+    assert arrived == {f"job-{i}" for i in range(TOTAL)}

@@ -171,6 +171,14 @@ def test_server_side_with_a_filter_is_a_usage_error(
     assert "--filter" in capsys.readouterr().err
 
 
+def test_moving_a_queue_onto_itself_is_a_usage_error(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["move", "q", "q"]) == 2
+    assert main(["replay", "q", "--to", "q"]) == 2
+    assert "same queue" in capsys.readouterr().err
+
+
 def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
     isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
@@ -188,3 +196,103 @@ def test_skip_done_leaves_jobs_the_completion_store_marks_done_in_the_dlq(
     assert doc["moved"] == 2 and "skipped 2" in doc["detail"]
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(target)] == ["job-0", "job-3"]
     assert [json.loads(b)["id"] for _, b in amqp_queues.drain(dlq)] == ["job-1", "job-2"]
+
+
+def test_a_message_dead_lettered_by_the_broker_replays_with_its_x_death_intact(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("target")
+    work = amqp_queues.declare("work", {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+    amqp_queues.publish(work, b'{"task_type": "t", "id": "x"}', {"x-tq-original-queue": target})
+    method, _, _ = amqp_queues.channel.basic_get(work)
+    amqp_queues.channel.basic_reject(method.delivery_tag, requeue=False)
+    code, doc, _ = tq_json("replay", dlq, "--client-side")
+    assert code == 0 and doc is not None and doc["moved"] == 1
+    [(props, body)] = amqp_queues.drain(target)
+    assert body == b'{"task_type": "t", "id": "x"}'
+    assert props.headers["x-death"][0]["reason"] == "rejected"
+    assert props.headers["x-death"][0]["queue"] == work
+    assert props.headers["x-tq-replays"] == 1
+
+
+def test_queue_names_and_data_in_any_script_move_untouched(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("源-ü"), amqp_queues.declare("цель-🚒")
+    amqp_queues.publish(
+        src, '{"task_type": "t", "text": "\\u0000 日本 \U0001f525"}'.encode(), {"ключ": "значение"}
+    )
+    code, doc, _ = tq_json("move", src, dst, "--filter", "task_type=t")
+    assert code == 0 and doc is not None and doc["moved"] == 1
+    [(props, body)] = amqp_queues.drain(dst)
+    assert json.loads(body)["text"] == "\x00 日本 🔥"
+    assert props.headers == {"ключ": "значение"}
+
+
+def test_messages_published_after_the_start_are_not_chased(isolated_env: Path, amqp_queues: Any) -> None:
+    from tqadmin_rabbitmq.admin import RabbitMQAdmin
+
+    from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
+    from tqadmin.plugin.base import BrokerConfig
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 600)
+    with RabbitMQAdmin(BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F")) as admin:
+        session = admin.open_transfer(src)
+        amqp_queues.publish_jobs(src, 300, task_type="late")  # a live feeder, after the count was taken
+        outcome = transfer(session, TransferPlan(action="move", source=src, target=dst, route=to_queue(dst)))
+    assert outcome.error is None and outcome.report.moved == 600
+    assert amqp_queues.depth(dst) == 600
+    assert {json.loads(b)["task_type"] for _, b in amqp_queues.drain(src)} == {"late"}
+
+
+def test_a_dry_run_is_allowed_in_read_only_mode_and_sends_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 3)
+    code, doc, _ = tq_json("replay", src, "--to", dst, "--dry-run", "--read-only")
+    assert code == 0 and doc is not None and (doc["matched"], doc["moved"]) == (3, 0)
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (3, 0)
+
+
+def test_a_copy_the_broker_refuses_leaves_every_original_of_its_batch_in_place(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    src = amqp_queues.declare("src")
+    full = amqp_queues.declare("full", {"x-max-length": 2, "x-overflow": "reject-publish"})
+    amqp_queues.publish_jobs(src, 5)
+    code, doc, err = tq_json("move", src, full, "--client-side")
+    assert code == 4 and "refused 3" in err
+    assert doc is not None and (doc["moved"], doc["failed"]) == (0, 5)
+    assert [json.loads(b)["n"] for _, b in amqp_queues.drain(src)] == [0, 1, 2, 3, 4]
+
+
+def test_without_the_shovel_plugin_the_move_runs_through_the_client(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    from fakes.management_api import FakeManagementAPI, status
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 5)
+    with FakeManagementAPI() as api:
+        api.fail("/api/parameters/shovel", status(404))
+        api.fail("/api/shovels", status(404, "Object Not Found"))
+        code, doc, err = tq_json("move", src, dst, "--management-url", api.url)
+    assert code == 0 and doc is not None and doc["moved"] == 5
+    assert doc["detail"].startswith("client-side") and "not available" in err
+    assert amqp_queues.depth(dst) == 5
+
+
+def test_a_management_api_failing_on_the_shovel_is_exit_4_and_moves_nothing(
+    isolated_env: Path, amqp_queues: Any, tq_json: Any
+) -> None:
+    from fakes.management_api import FakeManagementAPI, status
+
+    src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
+    amqp_queues.publish_jobs(src, 5)
+    with FakeManagementAPI() as api:
+        api.fail("/api/parameters/shovel", status(500))
+        code, _, err = tq_json("move", src, dst, "--management-url", api.url)
+    assert code == 4 and "500" in err
+    assert (amqp_queues.depth(src), amqp_queues.depth(dst)) == (5, 0)

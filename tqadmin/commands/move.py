@@ -8,6 +8,7 @@ from tqadmin.admin.transfer import TransferOutcome, to_queue
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import (
     add_transfer_options,
+    check_target,
     finish,
     plan_from,
     require_writable_unless_dry_run,
@@ -25,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "move")
+    check_target("move", args.source, args.target)
     plan = plan_from(args, action="move", source=args.source, target=args.target, route=to_queue(args.target))
     with ctx.admin() as admin:
         if want_server_side(args):

@@ -17,6 +17,7 @@ from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import (
     add_transfer_options,
+    check_target,
     finish,
     plan_from,
     require_writable_unless_dry_run,
@@ -44,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "replay")
+    check_target("replay", args.source, args.to)
     with ExitStack() as stack:
         already_done = completion_lookup(ctx, stack) if args.skip_done else None
         return _replay(args, ctx, already_done)

@@ -1,0 +1,95 @@
+"""The message side of the RabbitMQ admin face, over AMQP: peek, safe transfers, purge, server-side move.
+
+A mixin, so that :class:`~tqadmin_rabbitmq.admin.RabbitMQAdmin` (figures from the management API) and these
+operations live in separate modules; it needs only the admin's ``config`` and ``capabilities``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pika
+
+from tqadmin.plugin.base import BrokerConfig, TransferSession
+from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.models import ActionReport, PeekResult
+from tqadmin_rabbitmq.connection import connect, translated
+from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
+from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
+
+
+class AmqpMessages:
+    """peek, open_transfer, purge and server_side_move for :class:`~tqadmin.plugin.base.BrokerAdmin`."""
+
+    config: BrokerConfig
+    capabilities: ClassVar[Capabilities]
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        """``basic.get`` up to ``count`` messages unacked, then requeue them all at once."""
+        connection = connect(self.config.url, self.config.timeout_s)
+        try:
+            with translated(self.config.url, queue):
+                channel = connection.channel()
+                channel.queue_declare(queue, passive=True)
+                messages = []
+                for _ in range(count):
+                    method, props, body = channel.basic_get(queue, auto_ack=False)
+                    if method is None:
+                        break
+                    messages.append(to_message(method, props, body))
+                if messages:
+                    channel.basic_nack(delivery_tag=0, multiple=True, requeue=True)
+        finally:
+            close_quietly(connection)
+        return PeekResult(queue=queue, messages=tuple(messages), cost=self.capabilities.peek_cost)
+
+    def open_transfer(self, queue: str) -> TransferSession:
+        return AmqpTransferSession(self.config.url, queue, self.config.timeout_s)
+
+    def purge(self, queue: str) -> int:
+        connection = connect(self.config.url, self.config.timeout_s)
+        try:
+            with translated(self.config.url, queue):
+                return int(connection.channel().queue_purge(queue).method.message_count)
+        finally:
+            close_quietly(connection)
+
+    def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
+        """A dynamic shovel moving the count at start (or ``limit``); ``None`` when the plugin is off."""
+        connection = connect(self.config.url, self.config.timeout_s)
+        shovel = Shovel(self.config.url, self.config.management_url, source, target, self.config.timeout_s)
+        try:
+            depth = _queue_depth(connection, self.config.url, source)
+            _queue_depth(connection, self.config.url, target)  # the target must exist, as on the client path
+            count = depth if limit is None else min(depth, limit)
+            if shovel.exists():  # left running by an earlier, interrupted run: let it finish first
+                shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
+                depth = _queue_depth(connection, self.config.url, source)
+                count = depth if limit is None else min(depth, limit)
+            if count > 0:
+                try:
+                    shovel.start(count)
+                except ShovelUnavailable:
+                    return None
+                shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
+        finally:
+            shovel.close()
+            close_quietly(connection)
+        return ActionReport(
+            action="move",
+            source=source,
+            target=target,
+            matched=count,
+            moved=count,
+            detail=f"server-side: RabbitMQ shovel (ack-mode on-confirm, src-delete-after {count})",
+        )
+
+
+def _queue_depth(connection: pika.BlockingConnection, url: str, queue: str) -> int:
+    with translated(url, queue):
+        channel = connection.channel()
+        try:
+            return int(channel.queue_declare(queue, passive=True).method.message_count)
+        finally:
+            if channel.is_open:
+                channel.close()
