@@ -1,16 +1,30 @@
-"""`tqadmin ui`: not built yet."""
+"""`tqadmin` / `tqadmin ui`: open the dashboard on the configured broker."""
 
 from __future__ import annotations
 
 import argparse
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NotSupported
+
+
+def _refresh(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 0.2:
+        raise argparse.ArgumentTypeError("must be at least 0.2 seconds")
+    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument(
+        "--refresh", type=_refresh, default=2.0, metavar="S", help="seconds between polls (default 2)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    raise NotSupported("this command is not built yet")
+    from tqadmin.tui.app import TqadminApp
+
+    TqadminApp(settings=ctx.settings, refresh_s=float(getattr(args, "refresh", 2.0))).run()
+    return 0

@@ -1,0 +1,89 @@
+"""The dashboard's pure logic: bounded history, alerts, backoff, literal strings, dead-letter groups."""
+
+from __future__ import annotations
+
+import threading
+
+from tqadmin.admin.filters import parse_filter
+from tqadmin.config import Thresholds
+from tqadmin.plugin.models import Message, QueueListing, QueueStats
+from tqadmin.tui.actions import WatchedSession
+from tqadmin.tui.fake import FakeAdmin
+from tqadmin.tui.grouping import group_dead_letters
+from tqadmin.tui.model import QueueBoard, alerts, backoff_delay, sparkline
+from tqadmin.tui.text import clean, literal
+
+
+def listing(*depths: tuple[str, int]) -> QueueListing:
+    return QueueListing(tuple(QueueStats(n, d, d, 0, 1) for n, d in depths))
+
+
+def test_the_board_forgets_queues_the_broker_no_longer_lists() -> None:
+    board = QueueBoard()
+    board.apply(listing(("a", 1), ("b", 2)))
+    board.apply(listing(("a", 5), ("c", 0)))
+    assert set(board.stats) == set(board.history) == {"a", "c"}
+    assert list(board.history["a"]) == [1, 5]
+
+
+def test_depth_history_is_bounded_however_long_it_runs() -> None:
+    board = QueueBoard(history_len=5)
+    for depth in range(1000):
+        board.apply(listing(("a", depth)))
+    assert list(board.history["a"]) == [995, 996, 997, 998, 999]
+
+
+def test_sparkline_scales_to_its_own_maximum_and_keeps_zero_flat() -> None:
+    assert sparkline([0, 0, 0]) == "▁▁▁"
+    assert sparkline([0, 4, 8]) == "▁▅█"
+    assert sparkline([]) == ""
+
+
+def test_a_queue_over_any_threshold_says_why() -> None:
+    queue = QueueStats("q", 500, 500, 0, 0, oldest_age_s=700.0, dlq="q.dlq", dlq_messages=3)
+    reasons = alerts(queue, Thresholds(depth=100, oldest_age_s=600.0, dlq_messages=1))
+    assert len(reasons) == 3
+    assert alerts(QueueStats("q", 1, 1, 0, 1), Thresholds(depth=100)) == ()
+
+
+def test_polls_back_off_exponentially_up_to_a_cap() -> None:
+    delays = [backoff_delay(n, 2.0, 60.0) for n in range(8)]
+    assert delays[0] == 2.0
+    assert delays[1:5] == [4.0, 8.0, 16.0, 32.0]
+    assert delays[-1] == 60.0
+
+
+def test_broker_strings_lose_escape_sequences_and_keep_their_brackets() -> None:
+    hostile = "[bold red]x[/]\x1b[31m\x1b]0;title\x07\x00end"
+    assert clean(hostile) == "[bold red]x[/]end"
+    text = literal(hostile)
+    assert text.plain == "[bold red]x[/]end"
+    assert text.spans == []
+
+
+def test_dead_letters_group_by_reason_error_and_task_type_largest_first() -> None:
+    def dead(reason: str, error: str) -> Message:
+        return Message(b'{"task_type": "t"}', headers={"x-tq-reason": reason, "x-tq-error": error})
+
+    groups = group_dead_letters([dead("fatal", "E: a, b"), dead("fatal", "E: a, b"), dead("timeout", "T")])
+    assert [(g.reason, g.count) for g in groups] == [("fatal", 2), ("timeout", 1)]
+    expression = groups[0].filter_expression()
+    predicate = parse_filter(expression)
+    assert predicate(dead("fatal", "E: a, b"))
+    assert not predicate(dead("timeout", "T"))
+
+
+def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches() -> None:
+    fake = FakeAdmin()
+    cancel = threading.Event()
+    seen: list[tuple[int, int | None]] = []
+    session = WatchedSession(
+        fake.open_transfer("orders"), lambda d, t: seen.append((d, t)), cancel, acks=False
+    )
+    session.count_at_start()
+    assert len(session.fetch(1)) == 1
+    cancel.set()
+    assert session.fetch(10) == ()
+    session.close()
+    assert seen[-1] == (1, 3)
+    assert len(fake.messages["orders"]) == 3

@@ -1,0 +1,229 @@
+"""The dashboard driven from the keyboard against the real RabbitMQ (unique queues, deleted afterwards),
+and against the fake management API for faults and scale.
+
+The management API refreshes its figures every few seconds, so tests wait (bounded) for them to show up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+from tqadmin_rabbitmq.admin import RabbitMQAdmin
+
+from tests.fakes.management_api import FakeManagementAPI, garbage, status
+from tests.tui.conftest import select_queue, settled, text_of
+from tqadmin.config import Settings
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.models import QueueListing
+from tqadmin.tui.app import TqadminApp
+from tqadmin.tui.screens.action import ActionScreen
+from tqadmin.tui.screens.overview import OverviewScreen
+from tqadmin.tui.screens.queue_detail import QueueDetailScreen
+from tqadmin.tui.widgets.queue_table import QueueTable
+
+AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+MANAGEMENT_URL = "http://127.0.0.1:15672/"
+SIZE = (140, 45)
+pytestmark = pytest.mark.anyio
+
+
+def depth(queue: str) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    try:
+        return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def queues(unique: str) -> Iterator[tuple[str, str]]:
+    """``tui-<unique>`` with two jobs and its ``.dlq`` with three dead letters that name it as origin."""
+    work, dlq = f"tui-{unique}", f"tui-{unique}.dlq"
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    channel = connection.channel()
+    channel.confirm_delivery()
+    for name in (work, dlq):
+        channel.queue_declare(name, durable=True)
+    persistent = pika.BasicProperties(delivery_mode=2)
+    for n in range(2):
+        body = json.dumps({"task_type": "resize_image", "id": f"{unique}-{n}"}).encode()
+        channel.basic_publish("", work, body, persistent)
+    for n in range(3):
+        headers = {
+            "x-tq-reason": "fatal",
+            "x-tq-error": "ValueError: zero width",
+            "x-tq-original-queue": work,
+        }
+        body = json.dumps({"task_type": "resize_image", "id": f"{unique}-dead-{n}"}).encode()
+        channel.basic_publish("", dlq, body, pika.BasicProperties(delivery_mode=2, headers=headers))
+    try:
+        yield work, dlq
+    finally:
+        for name in (work, dlq):
+            channel.queue_delete(name)
+        connection.close()
+
+
+class FreshListingAdmin(RabbitMQAdmin):
+    """Skips the plugin's 5 s reuse of queue figures, so each poll reaches the fake API's faults."""
+
+    def list_queues(self) -> QueueListing:
+        self._refetch_at = -1.0
+        return super().list_queues()
+
+
+def rabbit_app(
+    tmp_path: Path, *, read_only: bool = False, management_url: str = MANAGEMENT_URL
+) -> TqadminApp:
+    settings = Settings(
+        broker_url=AMQP_URL,
+        management_url=management_url,
+        read_only=read_only,
+        audit_log=tmp_path / "audit.jsonl",
+        timeout_s=5.0,
+    )
+    if management_url == MANAGEMENT_URL:
+        return TqadminApp(settings=settings, refresh_s=1.0)
+    config = BrokerConfig(AMQP_URL, management_url, 5.0)
+    return TqadminApp(settings=settings, refresh_s=3600, admin_factory=lambda _s: FreshListingAdmin(config))
+
+
+async def showing(pilot: Pilot[Any], app: TqadminApp, check: Callable[[], bool]) -> None:
+    """Poll (bounded) until the management API's figures satisfy ``check``."""
+    for _ in range(60):
+        if check():
+            return
+        await pilot.pause(0.5)
+    raise AssertionError("the management API never showed the expected figures")
+
+
+@pytest.mark.rabbitmq
+async def test_on_rabbitmq_the_overview_finds_a_queue_and_peeks_it_with_its_cost(
+    queues: tuple[str, str], tmp_path: Path
+) -> None:
+    work, _dlq = queues
+    app = rabbit_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(pilot, app, lambda: work in app.board.stats)
+        await select_queue(pilot, work)
+        assert app.screen.query_one(QueueTable).row_count == 2  # the queue and its .dlq
+        await pilot.press("enter")
+        await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen) and bool(app.screen.peeked))
+        assert "requeue" in text_of(app.screen.query_one("#peek-cost"))
+        assert len(app.screen.peeked) == 2  # type: ignore[attr-defined]
+    assert depth(work) == 2
+
+
+@pytest.mark.rabbitmq
+async def test_on_rabbitmq_replay_from_the_keyboard_moves_dead_letters_home(
+    queues: tuple[str, str], tmp_path: Path
+) -> None:
+    work, dlq = queues
+    app = rabbit_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(pilot, app, lambda: dlq in app.board.stats)
+        await select_queue(pilot, dlq, needle=work)
+        await pilot.press("R", "enter")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        assert app.screen.plan.matched == 3  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert depth(dlq) == 0
+    assert depth(work) == 5
+    records = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert records[-1]["action"] == "replay" and records[-1]["count"] == 3 and records[-1]["outcome"] == "ok"
+
+
+@pytest.mark.rabbitmq
+async def test_on_rabbitmq_purge_needs_the_typed_name_and_read_only_sends_nothing(
+    queues: tuple[str, str], tmp_path: Path
+) -> None:
+    work, _dlq = queues
+    read_only = rabbit_app(tmp_path, read_only=True)
+    async with read_only.run_test(size=SIZE) as pilot:
+        await showing(pilot, read_only, lambda: work in read_only.board.stats)
+        await select_queue(pilot, work)
+        await pilot.press("X", "R", "m")
+        assert isinstance(read_only.screen, OverviewScreen)
+    assert depth(work) == 2
+    app = rabbit_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(pilot, app, lambda: work in app.board.stats)
+        await select_queue(pilot, work)
+        await pilot.press("X")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        await pilot.press(*work, "enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert depth(work) == 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "shown"),
+    [(status(401), "401"), (status(500), "500"), (garbage(), "JSON")],
+    ids=["401", "500", "garbage"],
+)
+async def test_management_api_faults_show_in_the_banner_and_the_app_recovers(
+    tmp_path: Path, fault: Any, shown: str
+) -> None:
+    with FakeManagementAPI() as api:
+        api.seed(5, prefix="fake-")
+        app = rabbit_app(tmp_path, management_url=api.url)
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot, lambda: app.poll_state.last_ok is not None)
+            api.fail("/api/queues", fault)
+            app.action_refresh()
+            await settled(pilot, lambda: app.poll_state.error is not None)
+            banner = text_of(app.screen.query_one("#banner"))
+            assert shown in banner and "stale" in banner
+            assert app.screen.query_one(QueueTable).row_count == 5
+            api._faults.clear()  # the broker is back
+            app.action_refresh()
+            await settled(pilot, lambda: app.poll_state.error is None)
+
+
+async def test_ten_thousand_queues_fill_the_table_and_sort(tmp_path: Path) -> None:
+    with FakeManagementAPI() as api:
+        api.seed(10_000, prefix="scale-", ready=3)
+        app = rabbit_app(tmp_path, management_url=api.url)
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot, lambda: app.poll_state.last_ok is not None)
+            table = app.screen.query_one(QueueTable)
+            assert table.row_count == 10_000
+            await pilot.press("G")
+            assert table.cursor_row == 9_999
+            app.action_refresh()
+            await settled(pilot, lambda: len(api.requests) > 0 and app.poll_state.failures == 0)
+            assert table.row_count == 10_000
+
+
+@pytest.mark.rabbitmq
+async def test_on_rabbitmq_export_then_move_from_the_keyboard(
+    queues: tuple[str, str], tmp_path: Path
+) -> None:
+    work, dlq = queues
+    exported = tmp_path / "work.jsonl"
+    app = rabbit_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(pilot, app, lambda: work in app.board.stats)
+        await select_queue(pilot, work)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(exported)
+        await pilot.press("enter")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+        await pilot.press("m", *dlq, "enter")
+        await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
+        assert app.screen.plan.matched == 2  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert len(exported.read_text().splitlines()) == 2
+    assert depth(work) == 0
+    assert depth(dlq) == 5

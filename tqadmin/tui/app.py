@@ -1,0 +1,281 @@
+"""The dashboard: one app, background polls that never overlap, and screens that read what they publish.
+
+Polls run in thread workers (blocking drivers must never freeze the UI) and post their outcome back as
+messages; the next poll is scheduled only when the previous one has finished, so a slow broker slows the
+poll rate instead of piling up requests. After a failure the last good data stays on screen, marked stale,
+and the poll backs off exponentially until the broker answers again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.signal import Signal
+from textual.timer import Timer
+
+from tqadmin.config import Overrides, Settings, resolve
+from tqadmin.errors import ConnectError, TqadminError
+from tqadmin.masking import mask_url
+from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.tui import actions
+from tqadmin.tui.connect import connect_admin, describe_error
+from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
+from tqadmin.tui.model import QueueBoard, backoff_delay
+from tqadmin.tui.screens.cron import CronScreen
+from tqadmin.tui.screens.dead_letters import DeadLettersScreen
+from tqadmin.tui.screens.overview import OverviewScreen
+from tqadmin.tui.screens.workers import WorkersScreen
+from tqadmin.tui.sources import StoreCron, StoreTelemetry
+from tqadmin.tui.state import PollState
+from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
+
+AdminFactory = Callable[[Settings], BrokerAdmin]
+BACKOFF_CAP_S = 60.0
+
+
+class TqadminApp(App[None]):
+    """``TqadminApp()`` reads the environment and config file like the CLI; tests inject fakes."""
+
+    TITLE = "tqadmin"
+    CSS_PATH = "app.tcss"
+    DEFAULT_MODE = "overview"
+    MODES: ClassVar[dict[str, Any]] = {
+        "overview": OverviewScreen,
+        "dead_letters": DeadLettersScreen,
+        "workers": WorkersScreen,
+        "cron": CronScreen,
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("o", "switch_mode('overview')", "Overview"),
+        Binding("d", "switch_mode('dead_letters')", "Dead letters"),
+        Binding("w", "switch_mode('workers')", "Workers"),
+        Binding("c", "switch_mode('cron')", "Cron"),
+        Binding("P", "profiles", "Profiles"),
+        Binding("ctrl+r", "refresh", "Refresh", show=False),
+    ]
+
+    def __init__(
+        self,
+        profile: str | None = None,
+        *,
+        settings: Settings | None = None,
+        admin_factory: AdminFactory | None = None,
+        telemetry: TelemetrySource | Literal["store"] | None = "store",
+        cron: CronSource | Literal["store"] | None = "store",
+        refresh_s: float = 2.0,
+        clock: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.environ = environ
+        self.settings = settings or resolve(Overrides(profile=profile), environ)
+        self.admin_factory = admin_factory or connect_admin
+        self._from_store = (telemetry == "store", cron == "store")
+        self.telemetry_source: TelemetrySource | None = None if telemetry == "store" else telemetry
+        self.cron_source: CronSource | None = None if cron == "store" else cron
+        self._open_store_sources()
+        self.refresh_s = refresh_s
+        self.clock = clock
+        self.board = QueueBoard()
+        self.poll_state = self._fresh_state()
+        self.telemetry: TelemetryView | None = None
+        self.telemetry_error: str | None = None
+        self.cron: CronView | None = None
+        self.cron_error: str | None = None
+        self.capabilities: Capabilities | None = None
+        self.queues_changed: Signal[None] = Signal(self, "queues-changed")
+        self.side_changed: Signal[None] = Signal(self, "side-changed")
+        self._admin: BrokerAdmin | None = None
+        self._generation = 0
+        self._timer: Timer | None = None
+
+    def _open_store_sources(self) -> None:
+        """Telemetry and cron from the configured state store, unless the caller gave its own (or None)."""
+        self._close_store_sources()
+        s = self.settings
+        if self._from_store[0]:
+            self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s)
+        if self._from_store[1]:
+            self.cron_source = StoreCron(s.store_url, s.timeout_s)
+
+    def _close_store_sources(self) -> None:
+        for source in (self.telemetry_source, self.cron_source):
+            if isinstance(source, StoreTelemetry | StoreCron):
+                source.close()
+
+    def _fresh_state(self) -> PollState:
+        s = self.settings
+        target = f"{s.profile or 'default'} · {mask_url(s.broker_url)}"
+        return PollState(target=target, read_only=s.read_only, production=s.production)
+
+    def on_mount(self) -> None:
+        self.start_polling()
+
+    # -- polling ---------------------------------------------------------------------------------------
+
+    def start_polling(self) -> None:
+        self.poll_queues(self._generation)
+        self.poll_side(self._generation)
+
+    def admin(self) -> BrokerAdmin:
+        """The poller's admin connection, made on first use inside the poll thread."""
+        if self._admin is None:
+            self._admin = self.admin_factory(self.settings)
+        return self._admin
+
+    @contextlib.contextmanager
+    def borrowed_admin(self) -> Iterator[BrokerAdmin]:
+        """A connection for one background job (one per thread, as pika wants), closed when it is done."""
+        admin = self.admin_factory(self.settings)
+        try:
+            yield admin
+        finally:
+            if admin is not self._admin:
+                admin.close()
+
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            with contextlib.suppress(Exception):  # a broken connection may fail to close; dropped anyway
+                admin.close()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="poll-queues")
+    def poll_queues(self, generation: int) -> None:
+        try:
+            admin = self.admin()
+            listing = admin.list_queues()
+            self.capabilities = type(admin).capabilities
+        except Exception as exc:
+            if isinstance(exc, ConnectError) or not isinstance(exc, TqadminError):
+                self._drop_admin()
+            self.post_message(PollFailed(generation, describe_error(exc)))
+        else:
+            self.post_message(QueuesPolled(generation, listing))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="poll-side")
+    def poll_side(self, generation: int) -> None:
+        telemetry = cron = None
+        telemetry_error = cron_error = None
+        if self.telemetry_source is not None:
+            try:
+                telemetry = self.telemetry_source.read()
+            except Exception as exc:
+                telemetry_error = describe_error(exc)
+        if self.cron_source is not None:
+            try:
+                cron = self.cron_source.read()
+            except Exception as exc:
+                cron_error = describe_error(exc)
+        self.post_message(SidePolled(generation, telemetry, telemetry_error, cron, cron_error))
+
+    def on_queues_polled(self, event: QueuesPolled) -> None:
+        if event.generation != self._generation:
+            return
+        self.board.apply(event.listing)
+        self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms)
+        self.queues_changed.publish(None)
+        self._schedule(self.refresh_s)
+
+    def on_poll_failed(self, event: PollFailed) -> None:
+        if event.generation != self._generation:
+            return
+        delay = backoff_delay(self.poll_state.failures + 1, self.refresh_s, BACKOFF_CAP_S)
+        self.poll_state = self.poll_state.failed(event.error, delay)
+        self.queues_changed.publish(None)
+        self._schedule(delay)
+
+    def on_side_polled(self, event: SidePolled) -> None:
+        if event.generation != self._generation:
+            return
+        self.telemetry, self.telemetry_error = event.telemetry, event.telemetry_error
+        self.cron, self.cron_error = event.cron, event.cron_error
+        self.side_changed.publish(None)
+        self.set_timer(self.refresh_s, lambda: self.poll_side(event.generation))
+
+    def _schedule(self, delay: float) -> None:
+        generation = self._generation
+        self._timer = self.set_timer(delay, lambda: self.poll_queues(generation))
+
+    def action_refresh(self) -> None:
+        """Poll now, unless a poll is already running (they never overlap)."""
+        if any(w.group == "poll-queues" and w.is_running for w in self.workers):
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self.poll_queues(self._generation)
+
+    # -- profiles ----------------------------------------------------------------------------------------
+
+    def switch_profile(self, name: str) -> None:
+        """Reconnect with another profile: fresh board and state; late answers of the old one are dropped."""
+        try:
+            settings = resolve(Overrides(profile=name), self.environ)
+        except TqadminError as exc:
+            self.notify(describe_error(exc), title="profile not switched", severity="error")
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self._generation += 1
+        self._drop_admin()
+        self.settings = settings
+        self._open_store_sources()
+        self.board = QueueBoard()
+        self.poll_state = self._fresh_state()
+        self.queues_changed.publish(None)
+        self.notify(f"switched to {settings.describe()}", title="profile")
+        self.start_polling()
+
+    def action_profiles(self) -> None:
+        from tqadmin.tui.screens.profiles import ProfilesScreen
+
+        def chosen(name: str | None) -> None:
+            if name is not None and name != self.settings.profile:
+                self.switch_profile(name)
+
+        self.push_screen(ProfilesScreen(self.settings), chosen)
+
+    def action_help(self) -> None:
+        from tqadmin.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    # -- actions ------------------------------------------------------------------------------------------
+
+    def start_action(self, action: str, queue: str | None, filter_expr: str | None = None) -> None:
+        """Check the action may run, then open its dry-run → confirm → progress dialog."""
+        from tqadmin.tui.screens.action import ActionScreen
+
+        if queue is None:
+            self.notify("select a queue first", severity="warning")
+            return
+        request = actions.ActionRequest(action, queue, filter=filter_expr)
+        capabilities = self.capabilities
+        if capabilities is None:
+            self.notify("not connected yet: wait for the first poll", severity="warning")
+            return
+        reason = actions.refusal(request, self.settings, capabilities)
+        if reason is not None:
+            self.notify(reason, title="not allowed", severity="warning")
+            return
+        self.push_screen(ActionScreen(request, default_target(request)))
+
+    def on_unmount(self) -> None:
+        self._drop_admin()
+        self._close_store_sources()
+
+
+def default_target(request: actions.ActionRequest) -> str:
+    """Export goes to a file named after the queue; a move has no sensible default."""
+    if request.action == "export":
+        return str(Path.cwd() / f"{request.source}.jsonl")
+    return ""

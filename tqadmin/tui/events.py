@@ -1,0 +1,76 @@
+"""Messages the background polls post to the app, named as what happened (Textual convention)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
+from tqadmin.tui.views import CronView, TelemetryView
+
+
+class QueuesPolled(Message):
+    def __init__(self, generation: int, listing: QueueListing) -> None:
+        super().__init__()
+        self.generation = generation
+        self.listing = listing
+
+
+class PollFailed(Message):
+    def __init__(self, generation: int, error: str) -> None:
+        super().__init__()
+        self.generation = generation
+        self.error = error
+
+
+class SidePolled(Message):
+    """Telemetry and cron state read together; each part is ``None`` with its error when unreadable."""
+
+    def __init__(
+        self,
+        generation: int,
+        telemetry: TelemetryView | None,
+        telemetry_error: str | None,
+        cron: CronView | None,
+        cron_error: str | None,
+    ) -> None:
+        super().__init__()
+        self.generation = generation
+        self.telemetry = telemetry
+        self.telemetry_error = telemetry_error
+        self.cron = cron
+        self.cron_error = cron_error
+
+
+class MessagesPeeked(Message):
+    def __init__(self, result: PeekResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+class PeekFailed(Message):
+    def __init__(self, queue: str, error: str) -> None:
+        super().__init__()
+        self.queue = queue
+        self.error = error
+
+
+class ActionPlanned(Message):
+    """A dry run finished: ``report.matched`` is how many messages the action would touch."""
+
+    def __init__(self, report: ActionReport) -> None:
+        super().__init__()
+        self.report = report
+
+
+class ActionProgressed(Message):
+    def __init__(self, done: int, total: int | None) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+
+class ActionFinished(Message):
+    def __init__(self, report: ActionReport | None, error: str | None) -> None:
+        super().__init__()
+        self.report = report
+        self.error = error

@@ -1,0 +1,115 @@
+"""What the dashboard knows between polls, kept apart from widgets so it is tested without a terminal.
+
+Memory is bounded by construction: each queue keeps a fixed-length ring buffer of depths, and queues that
+disappear from the broker are forgotten on the next poll, so the board weighs the same after a week as after
+a minute.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tqadmin.config import Thresholds
+from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
+
+HISTORY_LEN = 30
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(slots=True)
+class QueueBoard:
+    """The latest figures of every queue plus a bounded depth history per queue."""
+
+    history_len: int = HISTORY_LEN
+    stats: dict[str, QueueStats] = field(default_factory=dict)
+    history: dict[str, deque[int]] = field(default_factory=dict)
+    alarms: tuple[Alarm, ...] = ()
+    broker: str = ""
+
+    def apply(self, listing: QueueListing) -> None:
+        """Fold one poll in; queues the broker no longer lists are forgotten with their history."""
+        stats = {queue.name: queue for queue in listing.queues}
+        for name in [n for n in self.stats if n not in stats]:
+            del self.history[name]
+        for queue in listing.queues:
+            ring = self.history.get(queue.name)
+            if ring is None:
+                ring = self.history[queue.name] = deque(maxlen=self.history_len)
+            ring.append(queue.messages)
+        self.stats = stats
+        self.alarms = listing.alarms
+        self.broker = listing.broker
+
+
+def sparkline(values: Iterable[int], width: int = 12) -> str:
+    """Depth history as block characters scaled to its own maximum (flat zero is a flat floor)."""
+    points = list(values)[-width:]
+    if not points:
+        return ""
+    top = max(points)
+    if top <= 0:
+        return _BARS[0] * len(points)
+    return "".join(_BARS[min(len(_BARS) - 1, int(v * (len(_BARS) - 1) / top + 0.5))] for v in points)
+
+
+def alerts(queue: QueueStats, thresholds: Thresholds) -> tuple[str, ...]:
+    """Why this queue needs a look, one short phrase per threshold crossed."""
+    reasons: list[str] = []
+    if thresholds.depth is not None and queue.messages >= thresholds.depth:
+        reasons.append(f"depth {queue.messages} ≥ {thresholds.depth}")
+    age = queue.oldest_age_s
+    if thresholds.oldest_age_s is not None and age is not None and age >= thresholds.oldest_age_s:
+        reasons.append(f"oldest {human_duration(age)} ≥ {human_duration(thresholds.oldest_age_s)}")
+    dlq = queue.dlq_messages
+    if thresholds.dlq_messages is not None and dlq is not None and dlq >= thresholds.dlq_messages:
+        reasons.append(f"{dlq} dead-lettered")
+    return tuple(reasons)
+
+
+def backoff_delay(failures: int, base_s: float, cap_s: float = 60.0) -> float:
+    """Seconds to wait before the next poll after ``failures`` failed ones in a row (0 = healthy)."""
+    if failures <= 0:
+        return base_s
+    return float(min(cap_s, base_s * 2 ** min(failures, 16)))
+
+
+def human_duration(seconds: float | None) -> str:
+    """``None`` as '-', otherwise the two largest units (``3m05s``, ``2h10m``, ``4d3h``)."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600}h"
+
+
+def human_rate(rate: float | None) -> str:
+    if rate is None:
+        return "-"
+    return f"{rate:.0f}/s" if rate >= 10 else f"{rate:.1f}/s"
+
+
+def human_count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def matches_filter(name: str, needle: str) -> bool:
+    """The ``/`` filter: every space-separated word must appear in the name (case-insensitive)."""
+    lowered = name.lower()
+    return all(word in lowered for word in needle.lower().split())
+
+
+def sort_value(queue: QueueStats, column: str) -> tuple[int, float | str]:
+    """A key that sorts unknown figures (None) last whatever the direction of numbers."""
+    value = getattr(queue, column)
+    if value is None:
+        return (0, 0.0)
+    if isinstance(value, str):
+        return (1, value.lower())
+    return (1, float(value))

@@ -1,0 +1,114 @@
+"""One message in full: pretty body, headers, its death history and the last error, all shown literally."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from tqadmin.plugin.models import HEADER_ERROR, Message
+from tqadmin.tui.screens.base import DashboardScreen
+from tqadmin.tui.text import clean, literal
+from tqadmin.tui.widgets.banner import Banner
+
+MAX_BODY_CHARS = 20_000
+
+
+def body_view(message: Message) -> RenderableType:
+    job = message.job()
+    if job is not None:
+        text = clean(json.dumps(job, indent=2, ensure_ascii=False, sort_keys=True), one_line=False)
+        return Syntax(text[:MAX_BODY_CHARS], "json", theme="ansi_dark", word_wrap=True)
+    try:
+        raw = message.body.decode("utf-8")
+        note = "not a JSON object"
+    except UnicodeDecodeError:
+        raw = message.body.hex(" ")
+        note = "not UTF-8, shown as hex"
+    return Group(Text(f"({note})", style="yellow"), literal(raw[:MAX_BODY_CHARS], one_line=False))
+
+
+def headers_table(headers: dict[str, Any], keep: Any) -> Table:
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for key in sorted(headers):
+        if keep(key):
+            table.add_row(literal(key), literal(_scalar(headers[key]), one_line=False))
+    return table
+
+
+def death_table(deaths: Any) -> RenderableType:
+    if not isinstance(deaths, list) or not deaths:
+        return Text("none", style="dim")
+    table = Table(box=None, padding=(0, 2), header_style="bold")
+    for column in ("queue", "reason", "count", "exchange", "time"):
+        table.add_column(column)
+    for death in deaths:
+        entry = death if isinstance(death, dict) else {}
+        table.add_row(
+            *(literal(_scalar(entry.get(c, ""))) for c in ("queue", "reason", "count", "exchange", "time"))
+        )
+    return table
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+class InspectorScreen(DashboardScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("j", "scroll('down')", "Down", show=False),
+        Binding("k", "scroll('up')", "Up", show=False),
+        Binding("g", "scroll('home')", "Top", show=False),
+        Binding("G", "scroll('end')", "Bottom", show=False),
+    ]
+
+    def __init__(self, queue: str, message: Message) -> None:
+        super().__init__()
+        self.queue = queue
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        m = self.message
+        headers = dict(m.headers)
+        title = Text(" message ", end="")
+        title.append(clean(m.id or "(no id)"), style="bold")
+        title.append(" in ")
+        title.append(clean(self.queue), style="bold")
+        if m.redelivered:
+            title.append("  redelivered", style="yellow")
+        yield Banner(id="banner")
+        with VerticalScroll(id="inspector"):
+            yield Static(title, classes="title")
+            yield Static(Text("last error", style="bold underline"), classes="section")
+            error = headers.get(HEADER_ERROR)
+            yield Static(literal(error, "bold red", one_line=False) if error else Text("none", style="dim"))
+            yield Static(Text("body", style="bold underline"), classes="section")
+            yield Static(body_view(m), id="body")
+            yield Static(Text("tqadmin history (x-tq-*)", style="bold underline"), classes="section")
+            yield Static(headers_table(headers, lambda k: k.startswith("x-tq-")))
+            yield Static(Text("x-death", style="bold underline"), classes="section")
+            yield Static(death_table(headers.get("x-death")))
+            yield Static(Text("other headers", style="bold underline"), classes="section")
+            yield Static(headers_table(headers, lambda k: not k.startswith("x-tq-") and k != "x-death"))
+        yield Footer()
+
+    def action_scroll(self, where: str) -> None:
+        view = self.query_one("#inspector", VerticalScroll)
+        {"down": view.scroll_down, "up": view.scroll_up, "home": view.scroll_home, "end": view.scroll_end}[
+            where
+        ]()

@@ -1,0 +1,115 @@
+"""The first screen: every queue, hottest first, with the workers' telemetry under it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Input, Static
+
+from tqadmin.tui.screens.base import QueueScreen
+from tqadmin.tui.widgets.banner import Banner
+from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
+from tqadmin.tui.widgets.telemetry import TelemetryPanel
+
+
+class OverviewScreen(QueueScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse", "Reverse", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        *QueueScreen.BINDINGS,
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Banner(id="banner")
+        yield Static(id="table-status")
+        yield Static(id="queue-header")
+        yield QueueTable(id="queues")
+        yield Input(placeholder="filter queues by name (Enter to apply, Esc to clear)", id="filter")
+        yield TelemetryPanel(id="telemetry")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#filter", Input).display = False
+        self.tq.queues_changed.subscribe(self, self.show_queues)
+        self.tq.side_changed.subscribe(self, lambda _none: self.show_telemetry())
+        self.watch(self.table, "scroll_x", lambda _x: self.show_status(), init=False)
+        self.show_queues()
+        self.show_telemetry()
+
+    @property
+    def table(self) -> QueueTable:
+        return self.query_one(QueueTable)
+
+    def show_queues(self, _: None = None) -> None:
+        table = self.table
+        table.sync(self.tq.board, self.tq.settings.thresholds)
+        table.set_class(self.tq.poll_state.stale, "stale")
+        self.show_status()
+
+    def show_status(self) -> None:
+        table = self.table
+        header = header_text(table.sort_column, table.sort_reverse)
+        self.query_one("#queue-header", Static).update(header[int(table.scroll_x) :])  # scrolls with the rows
+        label = next(c.label for c in COLUMNS if c.key == table.sort_column)
+        arrow = "↓" if table.sort_reverse else "↑"
+        text = Text(
+            f" {table.row_count:,} of {len(self.tq.board.stats):,} queues · sorted by {label} {arrow}"
+        )
+        if table.needle:
+            text.append(" · filter: ")
+            text.append(table.needle, style="bold")
+        if self.tq.poll_state.stale:
+            text.append("  STALE: last good data, broker not answering", style="bold red")
+        self.query_one("#table-status", Static).update(text)
+
+    def show_telemetry(self) -> None:
+        self.query_one(TelemetryPanel).show(self.tq.telemetry, self.tq.telemetry_error)
+
+    def selected_queue(self) -> str | None:
+        return self.table.selected_queue()
+
+    def on_queue_table_selected(self, event: QueueTable.Selected) -> None:
+        from tqadmin.tui.screens.queue_detail import QueueDetailScreen
+
+        self.app.push_screen(QueueDetailScreen(event.queue))
+
+    def action_sort(self) -> None:
+        self.table.cycle_sort()
+        self.show_status()
+
+    def action_reverse(self) -> None:
+        self.table.flip_sort()
+        self.show_status()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._apply_filter(event.value)
+        event.input.display = False
+        self.table.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._apply_filter(event.value)
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        self._apply_filter("")
+        self.table.focus()
+
+    def _apply_filter(self, needle: str) -> None:
+        table = self.table
+        if table.needle != needle.strip():
+            table.needle = needle.strip()
+            table.sync(self.tq.board, self.tq.settings.thresholds)
+            self.show_status()

@@ -1,0 +1,120 @@
+"""One queue: its figures, the messages at its head, and what looking at them cost."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, Static
+
+from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message
+from tqadmin.tui.connect import describe_error
+from tqadmin.tui.events import MessagesPeeked, PeekFailed
+from tqadmin.tui.model import human_count, human_duration, human_rate
+from tqadmin.tui.screens.base import QueueScreen
+from tqadmin.tui.text import clean, literal
+from tqadmin.tui.widgets.banner import Banner
+
+PEEK_COUNT = 20
+
+
+def message_row(message: Message) -> tuple[Text, ...]:
+    job = message.job() or {}
+    return (
+        literal(message.id or job.get("id") or "-"),
+        literal(job.get("task_type", "(not a job)")),
+        Text("yes" if message.redelivered else "", style="yellow"),
+        literal(message.headers.get(HEADER_REASON, "")),
+        literal(message.headers.get(HEADER_ERROR, ""), "red"),
+    )
+
+
+class QueueDetailScreen(QueueScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "peek", "Peek again"),
+        Binding("j", "cursor('down')", "Down", show=False),
+        Binding("k", "cursor('up')", "Up", show=False),
+        *QueueScreen.BINDINGS,
+    ]
+
+    def __init__(self, queue: str) -> None:
+        super().__init__()
+        self.queue = queue
+        self.peeked: tuple[Message, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Banner(id="banner")
+        yield Static(id="queue-figures")
+        yield Static("peeking…", id="peek-cost")
+        table: DataTable[Text] = DataTable(id="messages", cursor_type="row", zebra_stripes=True)
+        table.add_columns("job id", "task type", "redelivered", "reason", "last error")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.tq.queues_changed.subscribe(self, self.show_figures)
+        self.show_figures()
+        self.action_peek()
+
+    def show_figures(self, _: None = None) -> None:
+        stats = self.tq.board.stats.get(self.queue)
+        text = Text(end="")
+        text.append(" queue ")
+        text.append(clean(self.queue), style="bold")
+        if stats is None:
+            text.append("  (not in the last listing)", style="dim")
+        else:
+            text.append(
+                f"  ready {human_count(stats.ready)}  in flight {human_count(stats.unacked)}"
+                f"  total {human_count(stats.messages)}  consumers {stats.consumers}"
+                f"  pub {human_rate(stats.publish_rate)}  ack {human_rate(stats.ack_rate)}"
+                f"  oldest {human_duration(stats.oldest_age_s)}"
+            )
+            if stats.dlq:
+                text.append(f"  DLQ {clean(stats.dlq)}: {human_count(stats.dlq_messages)}")
+        self.query_one("#queue-figures", Static).update(text)
+
+    def action_peek(self) -> None:
+        self.query_one("#peek-cost", Static).update(Text("peeking…", style="dim"))
+        self.run_peek()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
+    def run_peek(self) -> None:
+        try:
+            with self.tq.borrowed_admin() as admin:
+                self.post_message(MessagesPeeked(admin.peek(self.queue, PEEK_COUNT)))
+        except Exception as exc:
+            self.post_message(PeekFailed(self.queue, describe_error(exc)))
+
+    def on_messages_peeked(self, event: MessagesPeeked) -> None:
+        self.peeked = event.result.messages
+        table = self.query_one("#messages", DataTable)
+        table.clear()
+        for index, message in enumerate(self.peeked):
+            table.add_row(*message_row(message), key=str(index))
+        cost = Text(end="")
+        cost.append(f" {len(self.peeked)} messages peeked. ")
+        cost.append("Cost of this look: ", style="bold yellow")
+        cost.append(clean(event.result.cost), style="yellow")
+        self.query_one("#peek-cost", Static).update(cost)
+
+    def on_peek_failed(self, event: PeekFailed) -> None:
+        self.query_one("#peek-cost", Static).update(Text(f" peek failed: {event.error}", style="bold red"))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        from tqadmin.tui.screens.inspector import InspectorScreen
+
+        if event.row_key.value is not None:
+            self.app.push_screen(InspectorScreen(self.queue, self.peeked[int(event.row_key.value)]))
+
+    def action_cursor(self, direction: str) -> None:
+        table = self.query_one("#messages", DataTable)
+        table.action_cursor_down() if direction == "down" else table.action_cursor_up()
+
+    def selected_queue(self) -> str | None:
+        return self.queue

@@ -1,0 +1,194 @@
+"""The seeded app and its scenes: the same screens for snapshot tests, ``scripts/screenshots`` and bench.
+
+A scene is a way to build the app plus the keys that bring it to one screen; waiting is bounded by state
+("the groups are loaded"), never by a sleep, so the picture is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from tqadmin.config import Settings, Thresholds
+from tqadmin.errors import Unreachable
+from tqadmin.tui.app import TqadminApp
+from tqadmin.tui.fake import FROZEN_NOW, FakeAdmin, FakeCron, FakeTelemetry
+
+WARM_POLLS = 12
+SIZE = (140, 45)
+PROFILES = """\
+default_profile = "staging"
+
+[profiles.local]
+broker = "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+[profiles.staging]
+broker = "amqp://tq:hunter2@rabbit.staging.internal:5672/jobs"
+
+[profiles.production]
+broker = "amqp://tq:hunter2@rabbit.prod.internal:5672/jobs"
+read_only = true
+production = true
+
+[profiles.production-write]
+broker = "amqp://tq-admin:hunter2@rabbit.prod.internal:5672/jobs"
+production = true
+"""
+
+
+def seeded_app(
+    fake: FakeAdmin | None = None,
+    *,
+    audit_log: Path = Path("/dev/null"),
+    read_only: bool = False,
+    warm: int = WARM_POLLS,
+    telemetry: bool = True,
+    cron: bool = True,
+    refresh_s: float = 3600.0,
+    config_path: Path | None = None,
+) -> TqadminApp:
+    """An app on a seeded fake broker with a frozen clock; ``warm`` polls fill the depth sparklines."""
+    admin = fake or FakeAdmin()
+    settings = Settings(
+        profile="seeded",
+        broker_url="fake://seeded",
+        read_only=read_only,
+        audit_log=audit_log,
+        config_path=config_path,
+        thresholds=Thresholds(depth=100, oldest_age_s=600.0, dlq_messages=1),
+    )
+    app = TqadminApp(
+        settings=settings,
+        admin_factory=lambda _settings: admin,
+        telemetry=FakeTelemetry() if telemetry else None,
+        cron=FakeCron() if cron else None,
+        refresh_s=refresh_s,
+        clock=lambda: FROZEN_NOW,
+    )
+    for _ in range(warm):
+        admin.step()
+        app.board.apply(admin.list_queues())
+    return app
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], bool], tries: int = 200) -> None:
+    """Let background work land until ``condition()`` holds (a bounded number of rounds, no sleeps)."""
+    for _ in range(tries):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if condition():
+            return
+    raise RuntimeError("the seeded app never reached the expected state")
+
+
+def _live(app: TqadminApp) -> Callable[[], bool]:
+    return lambda: (
+        app.poll_state.last_ok is not None and (app.telemetry_source is None or app.telemetry is not None)
+    )
+
+
+Steps = Callable[[Pilot[Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Scene:
+    """How to build the app for one screen and the keys that reach it."""
+
+    name: str
+    steps: Steps
+    options: dict[str, Any] = field(default_factory=dict)
+    fake: Callable[[], FakeAdmin] = FakeAdmin
+    size: tuple[int, int] = SIZE
+
+    def build(self, **overrides: Any) -> TqadminApp:
+        options = {**self.options, **overrides}
+        if options.pop("with_profiles", False):
+            path = Path(tempfile.mkdtemp()) / "config.toml"
+            path.write_text(PROFILES)
+            options["config_path"] = path
+        return seeded_app(self.fake(), **options)
+
+
+async def _overview(pilot: Pilot[Any]) -> None:
+    await until(pilot, _live(pilot.app))  # type: ignore[arg-type]
+
+
+async def _detail(pilot: Pilot[Any]) -> None:
+    await _overview(pilot)
+    await pilot.press("enter")
+    await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
+
+
+async def _inspector(pilot: Pilot[Any]) -> None:
+    await _overview(pilot)
+    await pilot.press("slash", *"orders.dlq", "enter", "enter")
+    await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def _dead_letters(pilot: Pilot[Any]) -> None:
+    await _overview(pilot)
+    await pilot.press("d")
+    await until(pilot, lambda: bool(getattr(pilot.app.screen, "groups", ())))
+
+
+def _press(*keys: str) -> Steps:
+    async def steps(pilot: Pilot[Any]) -> None:
+        await _overview(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return steps
+
+
+async def _purge_confirm(pilot: Pilot[Any]) -> None:
+    await _overview(pilot)
+    await pilot.press("X")
+    await until(pilot, lambda: getattr(pilot.app.screen, "plan", None) is not None)
+    await pilot.press(*"rep")
+
+
+async def _replay_group(pilot: Pilot[Any]) -> None:
+    await _dead_letters(pilot)
+    await pilot.press("tab", "R", "enter")
+    await until(pilot, lambda: getattr(pilot.app.screen, "plan", None) is not None)
+
+
+async def _broker_down(pilot: Pilot[Any]) -> None:
+    app: TqadminApp = pilot.app  # type: ignore[assignment]
+    await _overview(pilot)
+    fake = app.admin_factory(app.settings)
+    assert isinstance(fake, FakeAdmin)
+    fake.failure = Unreachable("cannot reach the broker at fake://seeded (connection refused)")
+    app.action_refresh()
+    await until(pilot, lambda: app.poll_state.error is not None)
+
+
+def _hostile() -> FakeAdmin:
+    return FakeAdmin(queues=["orders", "[bold red]x[/]\x1b[31m", "[link=http://evil]click[/link]"])
+
+
+SCENES: tuple[Scene, ...] = (
+    Scene("overview", _overview),
+    Scene("queue-detail", _detail),
+    Scene("message-inspector", _inspector),
+    Scene("dead-letters", _dead_letters),
+    Scene("replay-group-dry-run", _replay_group),
+    Scene("purge-confirm", _purge_confirm),
+    Scene("workers", _press("w")),
+    Scene("cron", _press("c")),
+    Scene("help", _press("question_mark")),
+    Scene("profiles", _press("P"), {"with_profiles": True}),
+    Scene("read-only", _overview, {"read_only": True}),
+    Scene("broker-down", _broker_down),
+    Scene("hostile-names", _overview, fake=_hostile),
+    Scene("no-workers", _overview, {"telemetry": False, "cron": False}),
+    # Without the latency charts: plotext places ticks of a chart this small differently from run to run.
+    Scene("overview-80x24", _overview, {"telemetry": False}, size=(80, 24)),
+)

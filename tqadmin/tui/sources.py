@@ -1,0 +1,133 @@
+"""Telemetry and cron state from the state store, as the TUI's sources read them in their poll thread.
+
+Both connect lazily (in the worker thread, on the first read) and reconnect after a failure, so a store
+that is down when the dashboard opens shows as an error line and recovers by itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+from tqadmin.pipeline.cron.status import read_status
+from tqadmin.store.base import StateStore
+from tqadmin.store.factory import open_store
+from tqadmin.store.lease import CronStore, open_cron_store
+from tqadmin.telemetry.histogram import Histogram, estimate_of
+from tqadmin.telemetry.window import window_stats
+from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
+
+# Histogram bars: upper bounds in seconds shared by every task type; slower values count in the last one.
+BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closeable)
+R = TypeVar("R")
+
+
+class Lazy(Generic[C]):
+    """A connection opened on first use and dropped after an error, so the next read reconnects."""
+
+    def __init__(self, connect: Callable[[], C]) -> None:
+        self._connect = connect
+        self._value: C | None = None
+
+    def close(self) -> None:
+        value, self._value = self._value, None
+        if value is not None:
+            with contextlib.suppress(Exception):
+                value.close()
+
+    def use(self, read: Callable[[C], R]) -> R:
+        if self._value is None:
+            self._value = self._connect()
+        try:
+            return read(self._value)
+        except Exception:
+            self.close()
+            raise
+
+
+def buckets(histogram: Histogram) -> tuple[tuple[float, int], ...]:
+    """The histogram's fine buckets regrouped on :data:`BOUNDS_S`; empty when nothing was recorded."""
+    if histogram.count == 0:
+        return ()
+    counts = [0] * len(BOUNDS_S)
+    counts[0] += histogram.zero
+    for index, n in histogram.buckets.items():
+        value = estimate_of(index)
+        slot = next((i for i, bound in enumerate(BOUNDS_S) if value <= bound), len(BOUNDS_S) - 1)
+        counts[slot] += n
+    return tuple(zip(BOUNDS_S, counts, strict=True))
+
+
+def latency(histogram: Histogram) -> Latency:
+    p = histogram.percentiles()
+    return Latency(p["p50"], p["p95"], p["p99"], buckets(histogram))
+
+
+class StoreTelemetry:
+    """Every worker that beat within ``window_s``: rates and latencies from two readings per worker."""
+
+    def __init__(self, store_url: str, timeout_s: float = 10.0, window_s: float = 60.0) -> None:
+        self.window_s = window_s
+        self._store: Lazy[StateStore] = Lazy(lambda: open_store(store_url, timeout_s=timeout_s))
+
+    def read(self) -> TelemetryView:
+        return self._store.use(self._read)
+
+    def close(self) -> None:
+        self._store.close()
+
+    def _read(self, store: StateStore) -> TelemetryView:
+        now, histories = store.history(self.window_s)
+        window = window_stats(now, self.window_s, histories)
+        task_types = tuple(
+            TaskTypeView(name, s.done, s.failed, latency(s.wait), latency(s.run))
+            for name, s in sorted(window.task_types.items())
+        )
+        workers = []
+        for record in store.workers():
+            snap = record.snapshot
+            totals = snap.totals()
+            queues = ",".join(snap.queues)
+            workers.append(
+                WorkerView(
+                    snap.worker_id,
+                    queues,
+                    record.age_s,
+                    snap.current_job,
+                    totals.done,
+                    totals.failed,
+                    record.alive,
+                )
+            )
+        return TelemetryView(
+            self.window_s, window.throughput, window.failure_rate, task_types, tuple(workers)
+        )
+
+
+class StoreCron:
+    """The cron leader, fencing token and the schedules running instances registered in the store."""
+
+    def __init__(self, store_url: str, timeout_s: float = 10.0, namespace: str = "default") -> None:
+        self._store: Lazy[CronStore] = Lazy(lambda: open_cron_store(store_url, namespace, timeout_s))
+
+    def read(self) -> CronView:
+        return self._store.use(self._read)
+
+    def close(self) -> None:
+        self._store.close()
+
+    def _read(self, store: CronStore) -> CronView:
+        status = read_status(store)
+        schedules = tuple(
+            ScheduleView(r.name, r.cron, r.queue, r.next_fire, r.last_fire, r.lateness_s) for r in status.rows
+        )
+        leader = status.leader.instance if status.leader else None
+        return CronView(leader, status.fencing_token, schedules)

@@ -1,0 +1,79 @@
+"""What the dashboard shows besides queues, as plain values, and the sources that produce them.
+
+The telemetry (workers' heartbeats and histograms) and the cron state come from other layers; the TUI reads
+them through these small protocols so it can run against a seeded fake, the real store, or nothing at all
+("no workers reporting") without a branch in every widget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Percentiles in seconds and a histogram as ``(upper bound in seconds, count)`` buckets."""
+
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    buckets: tuple[tuple[float, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTypeView:
+    name: str
+    done: int
+    failed: int
+    wait: Latency
+    run: Latency
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerView:
+    id: str
+    queue: str
+    heartbeat_age_s: float
+    current_job: str | None
+    done: int
+    failed: int
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryView:
+    """Merged snapshot of every live worker: rates over ``window_s`` and per-task-type latency."""
+
+    window_s: float = 60.0
+    throughput: float = 0.0
+    failure_rate: float = 0.0
+    task_types: tuple[TaskTypeView, ...] = ()
+    workers: tuple[WorkerView, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleView:
+    name: str
+    cron: str
+    queue: str
+    next_fire: float | None
+    last_fire: float | None
+    lateness_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CronView:
+    leader: str | None
+    fencing_token: int | None
+    schedules: tuple[ScheduleView, ...] = ()
+
+
+class TelemetrySource(Protocol):
+    def read(self) -> TelemetryView:
+        """The merged telemetry now; raises a TqadminError when the store cannot be read."""
+
+
+class CronSource(Protocol):
+    def read(self) -> CronView:
+        """The cron leader, its fencing token and every schedule's fire times."""
