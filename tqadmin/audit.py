@@ -12,6 +12,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tqadmin.errors import ConfigError
+
+
+def ensure_writable(path: Path) -> None:
+    """Fail before a write action is sent when its audit record could not be kept."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the audit log {path}: {exc.strerror}; fix it or set TQADMIN_AUDIT_LOG;"
+            " nothing was sent"
+        ) from None
+
 
 def append(
     path: Path,

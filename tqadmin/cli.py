@@ -9,7 +9,9 @@ leaves it alone. Command modules are imported only when run, so ``--help`` never
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -29,7 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "peek": ("peek", "look at messages without consuming them"),
     "dead-letters": ("dead_letters", "why messages died, grouped with counts"),
     "move": ("move", "move messages between queues; each copy confirmed before the original is acked"),
-    "replay": ("replay", "send dead-lettered messages back to their original queue"),
+    "replay": (
+        "replay",
+        "send dead-lettered messages back to their original queue, adding 1 to x-tq-replays",
+    ),
     "purge": ("purge", "drop every message of a queue (asks for the queue name)"),
     "export": ("export", "write a queue's messages to a JSONL file without consuming them"),
     "import": ("import_", "publish the messages of a JSONL file to a queue"),
@@ -41,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "workers": ("workers", "live and dead workers with heartbeat age and current job"),
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
 }
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 
 
 class CommandModule(Protocol):
@@ -130,12 +136,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tqadmin: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`tqadmin peek q --json | head`): stop quietly, like other tools.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         if verbose:
             traceback.print_exc()
         detail = mask_text(f"{type(exc).__name__}: {exc}")
         print(f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v", file=sys.stderr)
         return int(ExitCode.INTERNAL)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqadmin import audit
 from tqadmin.errors import ConfigError, ReadOnly
 from tqadmin.masking import mask_url
 
@@ -52,9 +53,11 @@ class Settings:
     explicit_broker: bool = False
 
     def require_writable(self, action: str) -> None:
-        """Raise :class:`ReadOnly` before anything is sent when this profile may not write."""
+        """Raise before anything is sent when this profile may not write (:class:`ReadOnly`) or the write
+        could not be audited."""
         if self.read_only:
             raise ReadOnly(action, self.profile)
+        audit.ensure_writable(self.audit_log)
 
     def describe(self) -> str:
         """One line naming the profile and broker, with credentials masked."""

@@ -18,6 +18,7 @@ import pika.exceptions as pe
 from tqadmin.errors import (
     Blocked,
     BrokerError,
+    ConfigError,
     ConnectError,
     ConnectTimeout,
     Nacked,
@@ -33,7 +34,10 @@ from tqadmin_rabbitmq.urls import vhost_of
 
 def connection_parameters(url: str, timeout_s: float) -> pika.URLParameters:
     """pika parameters from the URL (so ``?heartbeat=5`` and the like apply), our timeouts as defaults."""
-    params = pika.URLParameters(url)
+    try:
+        params = pika.URLParameters(url)
+    except ValueError as exc:  # a port or URL option pika cannot read
+        raise ConfigError(f"broker URL {mask_url(url)} cannot be used: {mask_text(str(exc))}") from None
     query = url.partition("?")[2]
     if "socket_timeout" not in query:
         params.socket_timeout = timeout_s
@@ -48,8 +52,9 @@ def connection_parameters(url: str, timeout_s: float) -> pika.URLParameters:
 
 def connect(url: str, timeout_s: float) -> pika.BlockingConnection:
     """A blocking connection, or a :class:`ConnectError` that names the masked endpoint."""
+    params = connection_parameters(url, timeout_s)
     try:
-        return pika.BlockingConnection(connection_parameters(url, timeout_s))
+        return pika.BlockingConnection(params)
     except Exception as exc:
         raise translate(exc, url) from None
 
@@ -102,9 +107,12 @@ def _connect_failure(exc: BaseException, where: str) -> TqadminError | None:
     chain = _chain(exc)
     root = chain[-1]
     detail = mask_text(str(root) or type(root).__name__)
-    if isinstance(
-        root, cw.AMQPConnectorStackTimeout | socket.timeout | TimeoutError | pe.AMQPHeartbeatTimeout
-    ):
+    if isinstance(root, cw.AMQPConnectorStackTimeout):  # connected, but no AMQP handshake came back
+        return ConnectTimeout(
+            f"{where} accepted the connection but did not speak AMQP in time: is that the AMQP port"
+            " (5672, or 5671 for amqps) and not, say, the management API's? Check the port and the load"
+        )
+    if isinstance(root, socket.timeout | TimeoutError | pe.AMQPHeartbeatTimeout):
         return ConnectTimeout(f"{where} did not answer in time ({detail}): check the host, port and firewall")
     if any(isinstance(e, ssl.SSLError | cw.AMQPConnectorTransportSetupError) for e in chain):
         return Unreachable(f"TLS with {where} failed ({detail}): check the certificate, CA and amqp vs amqps")

@@ -128,6 +128,12 @@ class ManagementClient:
         if status < 300:
             return
         reason = self._reason(response)
+        if status == 401 and _logged_in(response, reason):
+            # RabbitMQ also answers 401 when the login worked but the user lacks a tag.
+            raise NotAuthorized(
+                f"{self.where} denied user {self.endpoint.username!r} {call} (401{reason}): the user needs a"
+                " tag for this (management, monitoring, or policymaker for shovels)"
+            )
         if status == 401:
             raise NotAuthorized(
                 f"{self.where} refused the login of user {self.endpoint.username!r} (401): check the "
@@ -210,6 +216,11 @@ class ManagementClient:
             f"cannot reach {self.where} ({detail}): is RabbitMQ running with the rabbitmq_management plugin "
             "enabled, and are host and port right?"
         )
+
+
+def _logged_in(response: httpx.Response, reason: str) -> bool:
+    """A 401 with a reason other than a failed login and no login challenge: the user lacks a tag."""
+    return bool(reason) and "login" not in reason.lower() and "www-authenticate" not in response.headers
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

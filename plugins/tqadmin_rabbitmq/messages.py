@@ -10,12 +10,19 @@ from typing import ClassVar
 
 import pika
 
+from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.base import BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult
 from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
 from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
+
+DELIVERY_COUNT = "x-delivery-count"  # only quorum queues add it
+QUORUM_PEEK_COST = (
+    f"; on this quorum queue each look adds 1 to {DELIVERY_COUNT}, and RabbitMQ drops or dead-letters a"
+    " message that goes past the queue's delivery-limit: do not peek the same messages over and over"
+)
 
 
 class AmqpMessages:
@@ -41,7 +48,10 @@ class AmqpMessages:
                     channel.basic_nack(delivery_tag=0, multiple=True, requeue=True)
         finally:
             close_quietly(connection)
-        return PeekResult(queue=queue, messages=tuple(messages), cost=self.capabilities.peek_cost)
+        cost = self.capabilities.peek_cost
+        if any(DELIVERY_COUNT in m.headers for m in messages):
+            cost += QUORUM_PEEK_COST
+        return PeekResult(queue=queue, messages=tuple(messages), cost=cost)
 
     def open_transfer(self, queue: str) -> TransferSession:
         return AmqpTransferSession(self.config.url, queue, self.config.timeout_s)
@@ -62,25 +72,42 @@ class AmqpMessages:
             depth = _queue_depth(connection, self.config.url, source)
             _queue_depth(connection, self.config.url, target)  # the target must exist, as on the client path
             count = depth if limit is None else min(depth, limit)
-            if shovel.exists():  # left running by an earlier, interrupted run: let it finish first
+            try:
+                running = shovel.exists()
+            except NotAuthorized:  # this user may not manage shovels (policymaker tag): the client can move
+                return None
+            if running:  # left running by an earlier, interrupted run: let it finish first
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
                 depth = _queue_depth(connection, self.config.url, source)
                 count = depth if limit is None else min(depth, limit)
             if count > 0:
                 try:
                     shovel.start(count)
-                except ShovelUnavailable:
+                except (ShovelUnavailable, NotAuthorized):
                     return None
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
+            # A shovel also counts copies the target refused (a full queue nacks them back to the source).
+            short = max(0, _queue_depth(connection, self.config.url, source) - (depth - count))
         finally:
             shovel.close()
             close_quietly(connection)
+        moved = max(0, count - short)
+        not_done = (
+            (
+                f"{source} holds {short} more message(s) than a complete move leaves: {target} refused"
+                " copies (full? see its max-length and the alarms) or producers added messages meanwhile;"
+                " rerun with --client-side for an exact count",
+            )
+            if short
+            else ()
+        )
         return ActionReport(
             action="move",
             source=source,
             target=target,
             matched=count,
-            moved=count,
+            moved=moved,
+            not_done=not_done,
             detail=f"server-side: RabbitMQ shovel (ack-mode on-confirm, src-delete-after {count})",
         )
 

@@ -14,6 +14,8 @@ consumer is started on the same channel (the old one's deliveries stay unacked a
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -23,11 +25,11 @@ from typing import Any
 import pika
 import pika.spec
 
-from tqadmin.errors import BrokerError, Nacked, Unroutable
+from tqadmin.errors import BrokerError, Nacked, Unroutable, UsageError
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message
-from tqadmin_rabbitmq.connection import connect, translated
+from tqadmin_rabbitmq.connection import connect, translate, translated
 
 DEFAULT_WINDOW = 500
 _IDLE_WAIT_S = 0.2
@@ -85,31 +87,65 @@ def to_message(
 
 
 def to_properties(message: Message) -> pika.BasicProperties:
-    """Properties for republishing ``message``: everything it carried, always persistent."""
+    """Properties for republishing ``message``: everything it carried, always persistent.
+
+    Raises :class:`UsageError` naming the message when a header cannot travel over AMQP (an imported
+    file can hold values an AMQP field table cannot), before anything of its batch is sent.
+    """
     kept = {k: v for k, v in message.properties.items() if k in PROPERTY_NAMES and v is not None}
     kept["delivery_mode"] = 2
-    if "priority" in kept:
-        kept["priority"] = int(kept["priority"])
-    if "timestamp" in kept:
-        kept["timestamp"] = int(kept["timestamp"])
     if "message_id" not in kept and message.id is not None:
         kept["message_id"] = message.id
-    return pika.BasicProperties(headers=_amqp_headers(message.headers) or None, **kept)
+    try:
+        if "priority" in kept:
+            kept["priority"] = int(kept["priority"])
+        if "timestamp" in kept:
+            kept["timestamp"] = int(kept["timestamp"])
+        headers = _amqp_headers(message.headers)
+    except (ValueError, TypeError) as exc:
+        name = repr(message.id) if message.id is not None else "without an id"
+        raise UsageError(
+            f"message {name} cannot be sent over AMQP: {exc}; nothing of its batch was sent"
+        ) from None
+    return pika.BasicProperties(headers=headers or None, **kept)
 
 
 def _amqp_headers(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Undo the ``{"$base64": ...}`` marker that JSON export uses for binary header values."""
-    return {str(k): _amqp_value(v) for k, v in value.items()}
+    """Undo the ``{"$base64": ...}`` marker that JSON export uses for binary header values, and check that
+    every value is one an AMQP field table holds."""
+    headers = {}
+    for key, item in value.items():
+        try:
+            headers[str(key)] = _amqp_value(item)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"header {key!r}: {exc}") from None
+    return headers
 
 
 def _amqp_value(value: Any) -> Any:
     if isinstance(value, Mapping):
         if set(value) == {"$base64"} and isinstance(value["$base64"], str):
-            return base64.b64decode(value["$base64"])
+            return base64.b64decode(value["$base64"], validate=True)
         return _amqp_headers(value)
     if isinstance(value, list | tuple):
         return [_amqp_value(v) for v in value]
-    return value
+    if isinstance(value, float):
+        return _decimal(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise ValueError(f"{value} does not fit a 64-bit AMQP integer")
+    if value is None or isinstance(value, str | bytes | int | decimal.Decimal | datetime.datetime):
+        return value
+    raise TypeError(f"{type(value).__name__} is not an AMQP field value")
+
+
+def _decimal(value: float) -> decimal.Decimal:
+    """A JSON number with a fraction as an AMQP decimal (pika sends no floating point values)."""
+    number = decimal.Decimal(repr(value)).normalize()
+    exponent = number.as_tuple().exponent
+    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+    if not number.is_finite() or places > 255 or abs(int(number.scaleb(places))) >= 2**31:
+        raise ValueError(f"{value!r} does not fit an AMQP decimal (9 digits)")
+    return number
 
 
 def close_quietly(connection: pika.BlockingConnection) -> None:
@@ -143,12 +179,13 @@ class ConfirmedPublisher:
         """Publish every ``(routing key, message)`` and return when the broker confirmed all of them."""
         self._returned.clear()
         self._nacked = 0
-        for routing_key, message in items:
+        prepared = [(key, message.body, to_properties(message)) for key, message in items]
+        for routing_key, body, properties in prepared:
             self._channel._impl.basic_publish(  # queued, flushed once by _wait below
                 exchange=exchange,
                 routing_key=routing_key,
-                body=message.body,
-                properties=to_properties(message),
+                body=body,
+                properties=properties,
                 mandatory=True,
             )
             self._published += 1
@@ -187,13 +224,17 @@ class ConfirmedPublisher:
         """Process I/O until ``done()``; confirms arrive in impl callbacks, which do not wake
         ``process_data_events``, so we drive pika's own flush loop with a timer as the deadline."""
         expired: list[bool] = []
+        impl = self._channel._impl
         ioloop = self._connection._impl.ioloop
         timer = ioloop.call_later(self._timeout_s, lambda: expired.append(True))
         try:
             with translated(self._url):
-                self._connection._flush_output(lambda: done() or bool(expired))
+                self._connection._flush_output(lambda: done() or bool(expired) or not impl.is_open)
         finally:
             ioloop.remove_timeout(timer)
+        if not impl.is_open and isinstance(impl._closing_reason, Exception):
+            # The broker closed the channel (403 ACCESS_REFUSED, 404...): say why, not "no confirm in time".
+            raise translate(impl._closing_reason, self._url)
         if not done():
             raise BrokerError(
                 f"RabbitMQ at {mask_url(self._url)} did not {what} within {self._timeout_s:g} s:"

@@ -34,7 +34,7 @@ class Term:
 
     def matches(self, message: Message, job: dict[str, Any] | None) -> bool:
         found = lookup(self.field, message, job)
-        text = "" if found is None else str(found)
+        text = as_text(found)
         if self.op in ("=", "!="):
             hit = found is not None and text == self.value
         else:
@@ -49,6 +49,15 @@ def lookup(field: str, message: Message, job: dict[str, Any] | None) -> Any:
     if job is not None and field in job:
         return job[field]
     return message.headers.get(field)
+
+
+def as_text(value: Any) -> str:
+    """A value as the user writes it in a filter: JSON's ``true``, a binary header's text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
 
 
 def parse_filter(expression: str | None) -> Callable[[Message], bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tqadmin.admin.transfer import TransferOutcome
-from tqadmin.errors import TqadminError
+from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import TransferSession
 from tqadmin.plugin.models import ActionReport, Message
 
@@ -26,6 +26,11 @@ def import_messages(
                 sent += len(chunk)
         except TqadminError as exc:
             error = exc
+        except KeyboardInterrupt:
+            error = PartialFailure(
+                f"import interrupted after {sent} confirmed message(s); some of the next {batch} may have"
+                " arrived too, unconfirmed: a rerun of the whole file would duplicate those confirmed"
+            )
     failed = len(messages) - sent
     not_done = (f"lines after the first {sent} message(s) of {source} were not confirmed",) if failed else ()
     report = ActionReport(

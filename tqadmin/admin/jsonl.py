@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from tqadmin.errors import UsageError
 from tqadmin.plugin.models import Message
+
+INTEGER_PROPERTIES = frozenset({"delivery_mode", "priority", "timestamp"})
 
 
 class MessageWriter:
@@ -18,27 +22,45 @@ class MessageWriter:
     disk yet.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, overwrite: bool = True) -> None:
         self.path = path
         try:
-            self._file = path.open("w", encoding="utf-8")
+            # 0600 like the audit log: message bodies may hold personal data or secrets.
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+            self._file = open(os.open(path, flags, 0o600), "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except FileExistsError:
+            raise UsageError(f"{path} exists: a backup is never overwritten; pick another file") from None
         except OSError as exc:
-            raise UsageError(
-                f"cannot write {path}: {exc.strerror}; check the directory and permissions"
-            ) from None
+            raise self._failed(exc) from None
 
     def write(self, messages: Iterable[Message]) -> None:
-        for message in messages:
-            self._file.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+        try:
+            for message in messages:
+                self._file.write(json.dumps(message.to_json(), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def sync(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def close(self) -> None:
-        if not self._file.closed:
+        if self._file.closed:
+            return
+        try:
             self.sync()
-            self._file.close()
+        finally:
+            with contextlib.suppress(OSError):  # what failed to flush was reported by sync
+                self._file.close()
+
+    def _failed(self, exc: OSError) -> UsageError:
+        """A full disk or a bad path: one line naming the file (exit 2)."""
+        return UsageError(
+            f"cannot write {self.path}: {exc.strerror}; check the directory, free space and permissions"
+        )
 
 
 def read_messages(path: Path) -> list[Message]:
@@ -54,7 +76,22 @@ def read_messages(path: Path) -> list[Message]:
         if not line.strip():
             continue
         try:
-            messages.append(Message.from_json(json.loads(line)))
+            message = Message.from_json(json.loads(line))
+            _check_properties(message.properties)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"{path}, line {number}: {exc}; nothing was sent") from None
+        messages.append(message)
     return messages
+
+
+def _check_properties(properties: Mapping[str, Any]) -> None:
+    """Properties are flat: numbers where export writes numbers, text elsewhere, so a hand-edited file
+    fails here with its line number rather than half-way through the publish."""
+    for name, value in properties.items():
+        if value is None:
+            continue
+        wanted = int if name in INTEGER_PROPERTIES else str
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            raise ValueError(
+                f"property {name!r} must be {'an integer' if wanted is int else 'text'}, not {value!r}"
+            )

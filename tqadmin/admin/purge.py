@@ -7,17 +7,39 @@ from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.admin.scan import BATCH
+from tqadmin.admin.transfer import TransferOutcome
+from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import TransferSession
 from tqadmin.plugin.models import ActionReport
 
 
-def purge_with_backup(session: TransferSession, queue: str, path: Path, batch: int = BATCH) -> ActionReport:
-    """Remove the messages present at start, each one on disk before it leaves the queue."""
+def purge_with_backup(
+    session: TransferSession, queue: str, path: Path, batch: int = BATCH
+) -> TransferOutcome:
+    """Remove the messages present at start, each one on disk before it leaves the queue.
+
+    Stopped part-way (a full disk, Ctrl-C), the report says how many were purged: all of those are in the
+    backup, the rest is still in the queue.
+    """
     purged = 0
-    with session, closing(MessageWriter(path)) as writer:
-        while deliveries := session.fetch(batch):
-            writer.write(d.message for d in deliveries)
-            writer.sync()
-            session.ack(deliveries)
-            purged += len(deliveries)
-    return ActionReport(action="purge", source=queue, target=queue, matched=purged, purged=purged)
+    error: TqadminError | None = None
+    try:
+        with session, closing(MessageWriter(path, overwrite=False)) as writer:
+            while deliveries := session.fetch(batch):
+                writer.write(d.message for d in deliveries)
+                writer.sync()
+                session.ack(deliveries)
+                purged += len(deliveries)
+    except TqadminError as exc:
+        if not purged:
+            raise
+        error = exc
+    except KeyboardInterrupt:
+        error = PartialFailure(f"purge of {queue!r} interrupted after {purged} message(s): rerun to continue")
+    not_done = (
+        (f"stopped early: the rest is still in {queue}; what was purged is in {path}",) if error else ()
+    )
+    report = ActionReport(
+        action="purge", source=queue, target=queue, matched=purged, purged=purged, not_done=not_done
+    )
+    return TransferOutcome(report, error)

@@ -56,7 +56,7 @@ def group_key(message: Message, by: str) -> str:
     value = message.headers.get(header)
     if value is not None:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    death = _first_death(message)
+    death = first_death(message)
     if death is not None:
         reason = death.get("reason")
         reason = reason.decode() if isinstance(reason, bytes) else reason
@@ -64,7 +64,8 @@ def group_key(message: Message, by: str) -> str:
     return "(unknown)"
 
 
-def _first_death(message: Message) -> dict[str, object] | None:
+def first_death(message: Message) -> dict[str, object] | None:
+    """The latest entry of RabbitMQ's ``x-death`` header (the broker puts it first), if any."""
     deaths = message.headers.get("x-death")
     if isinstance(deaths, list) and deaths and isinstance(deaths[0], dict):
         return deaths[0]

@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from tqadmin.errors import TqadminError
+from tqadmin.admin.scan import first_death
+from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS, ActionReport, Message
 
@@ -62,6 +63,7 @@ class _Tally:
     moved: int = 0
     failed: int = 0
     skipped: int = 0
+    interrupted: bool = False
     reasons: Counter[str] = field(default_factory=Counter)
 
 
@@ -122,6 +124,13 @@ def transfer(
                 progress(f"{plan.action}: {tally.moved} moved, {tally.matched} matched of {total}")
     except TqadminError as exc:
         error = exc
+    except KeyboardInterrupt:
+        # Ctrl-C: what was confirmed is acked, the rest goes back at close; say so instead of vanishing.
+        tally.interrupted = True
+        error = PartialFailure(
+            f"{plan.action} interrupted after {tally.moved} message(s); the others are still in"
+            f" {plan.source!r} (the last batch may arrive twice): rerun to continue"
+        )
     finally:
         session.close()
     return TransferOutcome(_report(plan, tally), error)
@@ -168,7 +177,7 @@ def _report(plan: TransferPlan, tally: _Tally) -> ActionReport:
     not_done = tuple(
         f"{count} message(s) left in {plan.source}: {reason}"
         for reason, count in sorted(tally.reasons.items())
-    )
+    ) + (("interrupted (Ctrl-C) before the end",) if tally.interrupted else ())
     detail = f"skipped {tally.skipped} already done (left in {plan.source})" if tally.skipped else ""
     return ActionReport(
         action=plan.action,
@@ -189,8 +198,12 @@ def to_queue(target: str) -> Route:
 
 
 def original_queue(message: Message) -> str | None:
-    """Where a dead-lettered message came from, from the header the worker writes."""
+    """Where a dead-lettered message came from: the header the worker writes, else the queue RabbitMQ's
+    ``x-death`` names (a message dead-lettered by the broker itself carries only that)."""
     value = message.headers.get(HEADER_ORIGINAL_QUEUE)
+    if not value:
+        death = first_death(message)
+        value = death.get("queue") if death is not None else None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     return str(value) if value else None

@@ -48,15 +48,20 @@ class CommandContext:
     def finish(self, report: ActionReport) -> int:
         """Audit, print and pick the exit code of an admin action."""
         outcome = "dry_run" if report.dry_run else ("ok" if report.complete else "partial")
-        audit.append(
-            self.settings.audit_log,
-            profile=self.settings.profile,
-            action=report.action,
-            target=report.target or report.source,
-            count=report.count,
-            outcome=outcome,
-            extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
-        )
+        try:
+            audit.append(
+                self.settings.audit_log,
+                profile=self.settings.profile,
+                action=report.action,
+                target=report.target or report.source,
+                count=report.count,
+                outcome=outcome,
+                extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
+            )
+        except OSError as exc:  # the action happened: still say what it did
+            self.progress(
+                f"tqadmin: warning: cannot append to the audit log {self.settings.audit_log}: {exc.strerror}"
+            )
         self.emit(report.to_json(), lambda: describe_report(report))
         return int(ExitCode.OK if report.complete else ExitCode.PARTIAL)
 
@@ -64,12 +69,14 @@ class CommandContext:
 def describe_report(report: ActionReport) -> str:
     parts = [f"{report.action}:"]
     if report.source:
-        parts.append(report.source)
+        parts.append(printable(report.source))
     if report.target:
-        parts.append(f"-> {report.target}")
+        parts.append(f"-> {printable(report.target)}")
     figures = [f"matched {report.matched}"]
     if report.action == "purge":
         figures.append(f"purged {report.purged}")
+    elif report.action == "delete":
+        figures.append(f"deleted {report.moved}")
     else:
         figures.append(f"moved {report.moved}")
     figures.append(f"failed {report.failed}")
@@ -77,13 +84,13 @@ def describe_report(report: ActionReport) -> str:
         " ".join(parts) + " " + ", ".join(figures) + (" (dry run: nothing changed)" if report.dry_run else "")
     )
     if report.not_done:
-        line += "\nnot done:\n  " + "\n  ".join(report.not_done)
+        line += "\nnot done:\n  " + "\n  ".join(printable(item) for item in report.not_done)
     return line
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned, ``None`` shown as '-'."""
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    """A plain aligned text table; numbers right-aligned, ``None`` as "-", control characters escaped."""
+    cells = [[("-" if c is None else printable(str(c))) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
 
@@ -93,6 +100,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         )
 
     return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
+
+
+def printable(text: str) -> str:
+    """Names and headers come from the broker: show control characters escaped so none can drive the
+    terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _is_number(value: object) -> bool:

@@ -10,7 +10,7 @@ from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="DLQ")
+    parser.add_argument("queue", metavar="DLQ", help="dead-letter queue to read (nothing is consumed)")
     parser.add_argument("--group-by", choices=GROUP_FIELDS, default="reason", help="grouping (reason)")
 
 

@@ -10,7 +10,7 @@ from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
+    parser.add_argument("queue", metavar="QUEUE", help="queue holding the message")
     parser.add_argument(
         "--id", dest="job_id", required=True, metavar="ID", help="job id (message_id or body id)"
     )

@@ -11,7 +11,7 @@ from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
+    parser.add_argument("queue", metavar="QUEUE", help="queue to read (messages stay, marked redelivered)")
     parser.add_argument("file", type=Path, metavar="FILE", help="JSONL file to write")
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from tqadmin.commands.arguments import positive
-from tqadmin.commands.context import CommandContext
+from tqadmin.commands.context import CommandContext, printable
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 
@@ -14,8 +14,15 @@ BODY_PREVIEW = 200
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
-    parser.add_argument("-n", dest="count", type=positive(int), default=10, metavar="N", help="how many (10)")
+    parser.add_argument("queue", metavar="QUEUE", help="queue to look at")
+    parser.add_argument(
+        "-n",
+        dest="count",
+        type=positive(int),
+        default=10,
+        metavar="N",
+        help="how many messages, oldest first (10)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -51,5 +58,4 @@ def _preview(message: Message) -> str:
 
 def _text(value: object) -> str:
     """Broker data is data: control characters escaped so a body cannot drive the terminal."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return printable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))

@@ -8,16 +8,24 @@ from pathlib import Path
 
 from tqadmin.admin.purge import purge_with_backup
 from tqadmin.commands.context import CommandContext
+from tqadmin.commands.transfer_options import finish
 from tqadmin.errors import ConfirmationRefused
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import ActionReport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("queue", metavar="QUEUE")
-    parser.add_argument("--yes", action="store_true", help="do not ask for the queue name")
+    parser.add_argument("queue", metavar="QUEUE", help="queue to empty")
     parser.add_argument(
-        "--backup", type=Path, metavar="FILE", help="write every message to FILE (JSONL) first"
+        "--yes",
+        action="store_true",
+        help="do not ask for the queue name (without it, a run with no terminal is refused, exit 2)",
+    )
+    parser.add_argument(
+        "--backup",
+        type=Path,
+        metavar="FILE",
+        help="write every message to FILE (JSONL; a new file, never overwritten) first",
     )
 
 
@@ -28,12 +36,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.PURGE)
         if args.backup is not None:
-            report = purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup)
-        else:
-            purged = admin.purge(args.queue)
-            report = ActionReport(
-                action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged
-            )
+            return finish(ctx, purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup))
+        purged = admin.purge(args.queue)
+    report = ActionReport(action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged)
     return ctx.finish(report)
 
 
@@ -44,7 +49,7 @@ def confirm(queue: str) -> None:
             f"purge of {queue!r} needs confirmation: run it on a terminal or pass --yes"
         )
     print(f"This drops every message of {queue!r}. Type the queue name to confirm: ", end="", file=sys.stderr)
-    answer = sys.stdin.readline().strip()
+    answer = sys.stdin.readline().rstrip("\r\n")  # exact: queue names may begin or end with a space
     if answer != queue:
         raise ConfirmationRefused(
             f"purge of {queue!r} refused: the name typed did not match; nothing was sent"

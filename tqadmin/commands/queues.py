@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.context import CommandContext, printable, table
 from tqadmin.plugin.models import QueueListing
 
 
@@ -30,7 +30,7 @@ def render(listing: QueueListing) -> str:
     lines = [printable(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
     rows = [
         (
-            printable(q.name),
+            q.name,
             q.ready,
             q.unacked,
             q.messages,
@@ -39,7 +39,7 @@ def render(listing: QueueListing) -> str:
             _rate(q.deliver_rate),
             _rate(q.ack_rate),
             age(q.oldest_age_s),
-            None if q.dlq is None else printable(q.dlq),
+            q.dlq,
             q.dlq_messages,
         )
         for q in listing.queues
@@ -75,8 +75,3 @@ def age(seconds: float | None) -> str | None:
         if whole >= size:
             return f"{whole // size}{unit}{(whole % size) // sub_size:02d}{sub_unit}"
     return f"{whole}s"
-
-
-def printable(text: str) -> str:
-    """Names come from the broker: show control characters escaped so none can drive the terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

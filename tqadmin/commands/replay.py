@@ -30,7 +30,7 @@ from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
 from tqadmin.store import open_store
 
-NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} header and no --to QUEUE"
+NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} or x-death header and no --to QUEUE"
 SHOVEL_NOTE = "x-tq-replays not incremented (a shovel cannot rewrite headers; use --client-side to count)"
 
 

@@ -14,7 +14,7 @@ from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import UsageError
+from tqadmin.errors import PartialFailure, UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
 
@@ -22,7 +22,11 @@ from tqadmin.plugin.models import ActionReport, Message
 def add_transfer_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive(int), metavar="N", help="move at most N matching messages")
     parser.add_argument(
-        "--filter", metavar="EXPR", help="only messages matching EXPR (task_type=x,error~Timeout)"
+        "--filter",
+        metavar="EXPR",
+        help="only messages matching every term of EXPR: FIELD=VALUE, FIELD~TEXT (contains, any case),"
+        " != and !~ negate, terms joined by ',' (task_type=resize_image,error~Timeout); FIELD is a job"
+        " field, a header, or reason, error, attempts, original_queue, replays (the x-tq-* headers)",
     )
     parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R messages per second")
     parser.add_argument("--dry-run", action="store_true", help="count what would move; change nothing")
@@ -75,9 +79,18 @@ def run_server_side(
     admin: BrokerAdmin, ctx: CommandContext, action: str, source: str, target: str, *, limit: int | None
 ) -> ActionReport | None:
     ctx.progress(f"{action}: server-side, {source} -> {target}")
-    report = admin.server_side_move(source, target, limit)
+    try:
+        report = admin.server_side_move(source, target, limit)
+    except KeyboardInterrupt:
+        raise PartialFailure(
+            f"{action} interrupted: a shovel already started keeps moving the messages inside the broker"
+            " (nothing is lost); run the same command again to wait for it to finish"
+        ) from None
     if report is None:
-        ctx.progress(f"{action}: server-side move not available on this broker; moving through the client")
+        ctx.progress(
+            f"{action}: server-side move not available (shovel plugin off, or this user may not run shovels:"
+            " policymaker tag); moving through the client"
+        )
         return None
     return replace(report, action=action)
 
