@@ -17,7 +17,7 @@ services:
 	@scripts/ready-services
 
 run: setup services
-	$(BIN)/tqadmin queues
+	$(BIN)/tqadmin demo
 
 test: setup services
 	$(BIN)/ruff check .
