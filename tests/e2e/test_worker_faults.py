@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import signal
 import statistics
+import time
 
 import pytest
 from amqp_proxy import AmqpProxy
@@ -99,6 +102,20 @@ def test_sigterm_finishes_the_running_job_returns_the_prefetched_one_and_exits_0
     assert pipeline.effects() == {"slow": 1}
     assert pipeline.depth() == 1  # "next" was prefetched, never started, and given back
     assert "slow" not in pipeline.current_jobs()  # its last heartbeat said goodbye
+
+
+def test_a_burst_of_signals_to_the_whole_process_group_still_ends_in_a_clean_exit(pipeline: Pipeline) -> None:
+    """A supervisor passing SIGTERM on, the demo stopping it and the parent dying all signal at once."""
+    pipeline.publish([{"task_type": "sleep", "id": "slow", "seconds": 1}])
+    worker = pipeline.start("--concurrency", "1")
+    pipeline.wait_for(lambda: pipeline.claimed("slow"), 30, "the slow job to start")
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and worker.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGTERM)
+    # 0, or killed by a late SIGTERM after the supervisor restored the default handler: never a hang
+    assert worker.wait(timeout=30) in (0, -signal.SIGTERM)
+    assert pipeline.effects() == {"slow": 1}
 
 
 def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             with ctx.plugin().transport(ctx.broker_config()) as transport:
                 worker = Worker(settings, transport, store, registry)
                 for signum in (signal.SIGTERM, signal.SIGINT):
-                    signal.signal(signum, lambda _s, _f: worker.stop())
+                    signal.signal(signum, lambda _s, _f: worker.request_stop())
                 worker.run()
             store.close()
         except TqadminError as exc:

@@ -36,11 +36,13 @@ def supervise(target: Callable[[], int]) -> int:
     returned.
     """
     fork = multiprocessing.get_context("fork")
-    stopping = threading.Event()
+    # A plain flag, not an Event: the handler must take no lock, or a second signal arriving while the first
+    # handler holds it deadlocks the process.
+    stopping: list[bool] = []
     child: list[multiprocessing.process.BaseProcess] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        stopping.set()
+        stopping.append(True)
         if child and child[0].pid is not None:
             os.kill(child[0].pid, signum)
 
@@ -62,7 +64,7 @@ def supervise(target: Callable[[], int]) -> int:
             os.close(life_w)
             if said:
                 return said[0]
-            if stopping.is_set():
+            if stopping:
                 return 1
             attempt = 0 if time.monotonic() - started > STABLE_S else attempt + 1
             delay = random.uniform(0, min(RESTART_CAP_S, RESTART_BASE_S * 2**attempt))
@@ -72,11 +74,19 @@ def supervise(target: Callable[[], int]) -> int:
                 process.exitcode,
                 delay,
             )
-            if stopping.wait(delay):
+            if _sleep_unless(stopping, delay):
                 return 1
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _sleep_unless(stopping: list[bool], seconds: float) -> bool:
+    """Sleep up to ``seconds``, waking early once ``stopping`` holds a value; says whether it does."""
+    deadline = time.monotonic() + seconds
+    while not stopping and time.monotonic() < deadline:
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+    return bool(stopping)
 
 
 def _child(target: Callable[[], int], status_w: int, life_r: int, life_w: int) -> None:

@@ -97,6 +97,7 @@ class Worker:
         self._running: dict[int, _Run] = {}  # thread ident -> its run
         self._threads: list[threading.Thread] = []
         self._zombies: set[int | None] = set()  # threads stuck in a timed-out run: never joined
+        self._stop_requested = False  # set by a signal handler, acted on by the monitor thread
         self._stopping = threading.Event()
         self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
@@ -118,7 +119,7 @@ class Worker:
         monitor = threading.Thread(target=self._monitor, name="tq-monitor", daemon=True)
         monitor.start()
         try:
-            if not self._stopping.is_set():  # a SIGTERM during start-up ends it here
+            if not self._stopping.is_set() and not self._stop_requested:  # a SIGTERM during start-up
                 self._consumer.run(self._on_message)
         finally:
             self._stopping.set()
@@ -126,8 +127,16 @@ class Worker:
             monitor.join(timeout=5)
             self._beat(final=True)
 
+    def request_stop(self) -> None:
+        """Ask for :meth:`stop` from a signal handler: it only sets a flag, which the monitor thread acts on.
+
+        A handler that took a lock itself (``Event.set`` does) deadlocks when a second signal lands while the
+        main thread holds that lock, as a SIGTERM followed by the parent's death signal does.
+        """
+        self._stop_requested = True
+
     def stop(self) -> None:
-        """Stop fetching, let in-flight jobs finish, then end :meth:`run` (safe in a signal handler)."""
+        """Stop fetching, let in-flight jobs finish, then end :meth:`run`."""
         first = not self._stopping.is_set()
         self._stopping.set()
         if first and self._consumer is not None:
@@ -315,6 +324,8 @@ class Worker:
         tick = min(0.5, s.lease_s / 4, s.heartbeat_s)
         next_renew = next_beat = 0.0
         while not self._finished.wait(tick):
+            if self._stop_requested and not self._stopping.is_set():
+                self.stop()
             now = time.monotonic()
             self._time_out(now)
             try:
