@@ -60,7 +60,7 @@ class Broker:
 
 
 def transport_tiers(queues: list[str]) -> list[str]:
-    from tqadmin_rabbitmq.topology import tier_queue
+    from tqadmin_rabbitmq.naming import tier_queue
 
     from tqadmin.pipeline.retry import DelayTiers
 

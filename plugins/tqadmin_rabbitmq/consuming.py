@@ -24,8 +24,8 @@ from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.transport import Consumer, Inbound, Outgoing, dlq_name
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
+from tqadmin_rabbitmq.naming import tier_queue
 from tqadmin_rabbitmq.session import DUE_MS, ConfirmSession
-from tqadmin_rabbitmq.topology import tier_queue
 
 log = logging.getLogger("tqadmin.worker")
 

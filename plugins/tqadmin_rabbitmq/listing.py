@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
 from tqadmin.plugin.models import Alarm, QueueStats
+from tqadmin_rabbitmq.naming import is_delay_queue_of
 
 DLQ_SUFFIX = ".dlq"
 
@@ -143,6 +144,8 @@ def _dlq_of(
     target = dead_letter_target(item, where)
     if target is not None:
         routed = route(target, name)
+        if routed is not None and is_delay_queue_of(name, routed):
+            return None  # a retry tier dead-letters back into its work queue by design: that is no DLQ
         if routed is not None:
             return routed
     convention = name + DLQ_SUFFIX

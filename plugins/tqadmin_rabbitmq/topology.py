@@ -16,15 +16,9 @@ import pika.exceptions as pe
 from pika.adapters.blocking_connection import BlockingChannel
 
 from tqadmin.plugin.transport import TASK_EXCHANGE, dlq_name
+from tqadmin_rabbitmq.naming import tier_queue
 
 PRECONDITION_FAILED = 406
-
-
-def tier_queue(queue: str, delay_s: float) -> str:
-    """``Q.retry.5s`` or ``Q.retry.1500ms``: the delay queue of one tier."""
-    ms = round(delay_s * 1000)
-    label = f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-    return f"{queue}.retry.{label}"
 
 
 class _Declarer:

@@ -105,6 +105,21 @@ def test_dead_letter_arguments_beat_the_policy_and_the_convention(api: FakeManag
     assert (orders.dlq, orders.dlq_messages) == ("orders-parking", 2)
 
 
+def test_a_retry_tier_that_expires_back_into_its_work_queue_has_no_dlq(api: FakeManagementAPI) -> None:
+    api.add_queue(
+        "orders.retry.5s",
+        arguments={
+            "x-message-ttl": 5000,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": "orders",
+        },
+    )
+    api.add_queue("orders", ready=4)
+    with admin_for(api) as admin:
+        tier = by_name(admin)["orders.retry.5s"]
+    assert (tier.dlq, tier.dlq_messages) == (None, None)
+
+
 def test_a_policy_names_the_dlq_when_arguments_do_not(api: FakeManagementAPI) -> None:
     api.add_queue("events", policy={"dead-letter-exchange": "", "dead-letter-routing-key": "events-dead"})
     api.add_queue("events-dead", ready=9)

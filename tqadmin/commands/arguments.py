@@ -22,3 +22,14 @@ def positive(convert: Callable[[str], N]) -> Callable[[str], N]:
         return value
 
     return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse ``type`` for a fraction from 0 to 1 (a failure rate, a share)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be a fraction from 0 to 1 (0.1 is 10%)")
+    return value

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from tqadmin.commands.arguments import positive
+from tqadmin.commands.arguments import fraction, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import plan
@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=positive(float), default=10.0, metavar="R", help="jobs a second (10)")
     parser.add_argument(
         "--failure-rate",
-        type=_fraction,
+        type=fraction,
         default=0.1,
         metavar="F",
         help="injected failures, 0 to 1 (default 0.1): transient at F, fatal at F/5, timeouts at F/10",
@@ -145,16 +145,6 @@ def _dashboard() -> type:
             f"the dashboard cannot be opened ({exc}); run `tqadmin demo --no-ui` for the headless demo"
         ) from None
     return TqadminApp
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError("must be a fraction from 0 to 1 (0.1 is 10%)")
-    return value
 
 
 def _prefix(text: str) -> str:

@@ -18,9 +18,9 @@ from tqadmin.demo.live import DemoTelemetry
 from tqadmin.demo.orchestrator import Wiring
 from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
-from tqadmin.errors import BadResponse, ConnectError, NotAuthorized, NotSupported, TqadminError
+from tqadmin.errors import ConnectError, NotAuthorized, NotSupported, TqadminError
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.models import HEADER_REASON, QueueListing
+from tqadmin.plugin.models import HEADER_REASON
 from tqadmin.plugin.transport import BrokerTransport
 from tqadmin.plugin.transport import Outcome as PublishOutcome
 from tqadmin.plugin.transport import Outgoing as Message
@@ -47,7 +47,7 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     _all_reachable(
         [
             (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
-            (partial(list_queues, admin), HINTS["management"] if scheme == "amqp" else "start the broker"),
+            (admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker"),
         ]
     )
     transport = ctx.plugin().transport(ctx.broker_config())
@@ -134,7 +134,7 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
     counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
     note = ""
     try:
-        listed = list_queues(admin).queues
+        listed = admin.list_queues().queues
     except TqadminError as exc:
         listed = ()
         note = f"retry queues not counted: {exc}"
@@ -148,18 +148,6 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
         reasons=None if baseline is None else _reasons(admin, dead_letters, baseline.dead_letters),
         note=note,
     )
-
-
-def list_queues(admin: BrokerAdmin, attempts: int = 3) -> QueueListing:
-    """The listing, asked again when a paged listing raced with queues deleted between its pages."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return admin.list_queues()
-        except BadResponse:
-            if attempt == attempts:
-                raise
-            time.sleep(0.2 * attempt)
-    raise AssertionError("unreachable")
 
 
 def _reasons(
