@@ -187,7 +187,7 @@ def test_an_unreachable_store_is_a_connection_error_with_the_password_masked() -
 def test_a_store_url_with_a_prefix_opens_the_cron_store_and_keeps_its_keys_under_that_prefix(
     unique: str,
 ) -> None:
-    """``?prefix=`` separates deployments on one Redis (see tqadmin.store.factory); the cron honours it too."""
+    """``?prefix=`` separates deployments sharing one Redis; the cron honours it too."""
     store = open_cron_store(f"{REDIS_URL}?prefix=p{unique}", namespace=f"n{unique}")
     client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     try:

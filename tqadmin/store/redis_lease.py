@@ -160,7 +160,7 @@ class RedisCronStore(CronStore):
 
     @classmethod
     def from_url(cls, url: str, namespace: str, timeout_s: float = 10.0) -> RedisCronStore:
-        """``url`` may carry ``?prefix=`` like every store URL (:func:`tqadmin.store.factory.split_prefix`)."""
+        """``url`` may carry ``?prefix=`` like every store URL (see :func:`split_prefix`)."""
         url, prefix = split_prefix(url)
         client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
