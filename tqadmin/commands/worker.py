@@ -72,13 +72,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("pika").setLevel(logging.WARNING)
+    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
+    logging.getLogger("pika").setLevel(logging.WARNING if ctx.settings.verbose else logging.CRITICAL)
 
     def child() -> int:
         from tqadmin.store.factory import open_store
 
         try:
             store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+            store.check()
             with ctx.plugin().transport(ctx.broker_config()) as transport:
                 worker = Worker(settings, transport, store, registry)
                 for signum in (signal.SIGTERM, signal.SIGINT):
