@@ -170,3 +170,17 @@ def test_duplicates_run_once_whether_the_job_is_done_or_still_running_elsewhere(
     pipeline.wait_for(lambda: pipeline.pending() == 0, 30, "every copy to be settled")
     assert pipeline.runs() == {"held": 1}
     assert pipeline.effects() == {"held": 1}
+
+
+def test_a_job_running_beside_a_worker_killer_is_not_quarantined_with_it(pipeline: Pipeline) -> None:
+    """Both runs die with the process, so both claims count a crash; a job with a crash on record (a suspect)
+    then runs alone in its worker, so later crashes are charged to the job that causes them, not to the job
+    that happened to share the process."""
+    pipeline.publish([{"task_type": "sleep", "id": "bystander", "seconds": 2}])
+    pipeline.publish([{"task_type": "poison", "id": "poison"}])
+    worker = pipeline.start("--concurrency", "4", "--lease", "1", "--crash-limit", "3")
+    pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") >= 1, 60, "the poison job's quarantine")
+    pipeline.wait_for(lambda: pipeline.effects() == {"bystander": 1}, 30, "the bystander")
+    dead = [pipeline.short(json.loads(body)["id"]) for _, body in pipeline.dead_letters()]
+    assert dead == ["poison"]
+    assert worker.poll() is None
