@@ -415,12 +415,11 @@ class Worker:
             if not renewed:
                 log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
 
-    def _beat(self, final: bool = False) -> None:
-        if self.store is None:
-            return
+    def snapshot(self) -> WorkerSnapshot:
+        """This worker now: what its heartbeat carries and its metrics endpoint serves."""
         with self._lock:
             current = tuple(r.job.id for r in self._running.values() if not r.abandoned)
-        snapshot = WorkerSnapshot(
+        return WorkerSnapshot(
             worker_id=self.worker_id,
             host=socket.gethostname(),
             pid=os.getpid(),
@@ -430,7 +429,11 @@ class Worker:
             current_jobs=current,
             stats=self.telemetry.read(),
         )
+
+    def _beat(self, final: bool = False) -> None:
+        if self.store is None:
+            return
         try:
-            self.store.beat(snapshot, 0 if final else self.settings.heartbeat_s * 3)
+            self.store.beat(self.snapshot(), 0 if final else self.settings.heartbeat_s * 3)
         except TqadminError as exc:
             log.warning("could not write a heartbeat: %s", exc)
