@@ -207,3 +207,11 @@ def test_a_broker_that_cannot_be_reached_is_exit_3_with_every_job_reported_faile
     assert code == 3
     assert json.loads(report.read_text())["failed"] == 3
     assert json.loads((isolated_env / "audit.jsonl").read_text())["outcome"] == "failed"
+
+
+def test_publish_json_is_an_action_document_naming_its_target(
+    queue: str, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["publish", "--json", "--queue", queue, "--job", '{"task_type": "t"}']) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document == {"action": "publish", "target": queue, "confirmed": 1, "failed": 0, "unknown": 0}

@@ -7,6 +7,8 @@ import pytest
 
 from tqadmin.cli import main
 
+UNREACHABLE = ["--broker", "amqp://guest:guest@127.0.0.1:1/%2F"]
+
 
 @pytest.mark.parametrize(
     "text",
@@ -45,3 +47,16 @@ def test_a_file_line_with_nan_is_a_usage_error_naming_the_line(
     )
     assert code == 2
     assert "line 2" in capsys.readouterr().err
+
+
+def test_a_report_file_that_cannot_be_written_is_a_usage_error_before_anything_is_published(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The broker is unreachable: had publish tried to send, it would be exit 3, not 2.
+    report = isolated_env / "no-such-dir" / "report.json"
+    code = main(
+        [*UNREACHABLE, "publish", "--queue", "q", "--job", '{"task_type": "t"}', "--report", str(report)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--report" in err and err.count("\n") == 1
