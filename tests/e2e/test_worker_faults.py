@@ -184,3 +184,15 @@ def test_a_job_running_beside_a_worker_killer_is_not_quarantined_with_it(pipelin
     dead = [pipeline.short(json.loads(body)["id"]) for _, body in pipeline.dead_letters()]
     assert dead == ["poison"]
     assert worker.poll() is None
+
+
+def test_a_task_calling_sys_exit_is_a_failed_run_and_its_job_thread_goes_on(pipeline: Pipeline) -> None:
+    pipeline.publish([{"task_type": "exits", "id": "exits"}, {"task_type": "count", "id": "after"}])
+    pipeline.start("--concurrency", "1")
+    pipeline.wait_for(
+        lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 30, "the exiting job's dead letter"
+    )
+    pipeline.wait_for(lambda: pipeline.effects() == {"after": 1}, 30, "the next job, on the same thread")
+    ((properties, _),) = pipeline.dead_letters()
+    assert properties.headers["x-tq-reason"] == "max_retries"
+    assert properties.headers["x-tq-error"].startswith("SystemExit")

@@ -286,7 +286,7 @@ class Worker:
             run.spec.fn(ctx, job.to_dict())
         except FatalError as exc:
             failure = (Failure.FATAL, exc)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a task must not end its job thread silently
             failure = (Failure.TRANSIENT, exc)
         run_s = time.monotonic() - run.started
         with self._lock:
