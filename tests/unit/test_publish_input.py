@@ -34,17 +34,7 @@ def test_a_file_line_with_nan_is_a_usage_error_naming_the_line(
 ) -> None:
     jobs = isolated_env / "jobs.jsonl"
     jobs.write_text(json.dumps({"task_type": "t"}) + "\n" + '{"task_type": "t", "x": NaN}\n')
-    code = main(
-        [
-            "--broker",
-            "amqp://guest:guest@127.0.0.1:1/%2F",
-            "publish",
-            "--queue",
-            "q",
-            "--from-file",
-            str(jobs),
-        ]
-    )
+    code = main([*UNREACHABLE, "publish", "--queue", "q", "--from-file", str(jobs)])
     assert code == 2
     assert "line 2" in capsys.readouterr().err
 
