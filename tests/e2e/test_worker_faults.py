@@ -6,10 +6,13 @@ import itertools
 import json
 import signal
 import statistics
+from datetime import datetime
 
 import pytest
 from amqp_proxy import AmqpProxy
-from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+
+from tqadmin.store.factory import open_store
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 
@@ -196,3 +199,20 @@ def test_a_task_calling_sys_exit_is_a_failed_run_and_its_job_thread_goes_on(pipe
     ((properties, _),) = pipeline.dead_letters()
     assert properties.headers["x-tq-reason"] == "max_retries"
     assert properties.headers["x-tq-error"].startswith("SystemExit")
+
+
+def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(pipeline: Pipeline) -> None:
+    pipeline.publish([{"task_type": "fatal", "id": "held"}])
+    store = open_store(REDIS_URL)
+    try:
+        store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
+    finally:
+        store.close()
+    pipeline.start()
+    pipeline.wait_for(
+        lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 30, "the job, once the lease ended"
+    )
+    ((properties, _),) = pipeline.dead_letters()
+    headers = properties.headers
+    seen, dead = (datetime.fromisoformat(headers[h]) for h in ("x-tq-first-seen", "x-tq-dead-lettered-at"))
+    assert (dead - seen).total_seconds() >= 1.0, "first seen when it was first held, not when it died"
