@@ -34,6 +34,7 @@ from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job
 from tqadmin.pipeline.retry import DeadLetter, DelayTiers, Failure, Retry, RetryPolicy
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
+from tqadmin.pipeline.throttle import Throttle
 from tqadmin.plugin.models import HEADER_FIRST_SEEN
 from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound
 from tqadmin.store.base import Claim, ClaimState, StateStore
@@ -44,6 +45,7 @@ log = logging.getLogger("tqadmin.worker")
 
 MALFORMED = "(malformed)"
 STORE_RETRY_S = 1.0
+STORE_WARN_EVERY_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,8 @@ class Worker:
         self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
         self._gate = SoloGate()
+        self._store_trouble = Throttle(STORE_WARN_EVERY_S)
+        self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
         if store is not None:  # group commit: concurrent job threads share store round trips
             self._claims = Coalescer[str, Claim](
                 lambda ids: store.claim_many(ids, self.worker_id, settings.lease_s)
@@ -189,7 +193,13 @@ class Worker:
             try:
                 abandoned = self._handle(consumer, message)
             except Exception as exc:  # the store failed (or a bug): give the delivery back, try again soon
-                log.warning("could not handle a delivery: %s", mask_text(f"{type(exc).__name__}: {exc}"))
+                if self._store_trouble.allow():
+                    more = self._store_trouble.suppressed
+                    log.warning(
+                        "could not handle a delivery: %s%s",
+                        mask_text(f"{type(exc).__name__}: {exc}"),
+                        f" ({more} more since the last such warning)" if more else "",
+                    )
                 with self._lock:
                     run = self._running.pop(threading.get_ident(), None)
                     if run is not None and not run.abandoned:
@@ -436,4 +446,5 @@ class Worker:
         try:
             self.store.beat(self.snapshot(), 0 if final else self.settings.heartbeat_s * 3)
         except TqadminError as exc:
-            log.warning("could not write a heartbeat: %s", exc)
+            if self._beat_trouble.allow():
+                log.warning("could not write a heartbeat: %s", exc)
