@@ -29,6 +29,8 @@ WATCHDOG_S = 0.25
 BACKOFF_BASE_S = 0.2
 BACKOFF_CAP_S = 5.0
 
+NOT_FOUND = 404
+
 
 class PublishRun(ConfirmSession):
     """One ``publish`` call: its messages, their outcomes, and the connection(s) it took."""
@@ -46,6 +48,7 @@ class PublishRun(ConfirmSession):
         self.in_flight: dict[int, None] = {}
         self.error: TqadminError | None = None
         self.fatal = False
+        self.dropped = False  # the broker closed the channel for a missing exchange: nothing sent got through
         self.next_send_at = 0.0
         self.pump_scheduled = False
         self.last_progress = time.monotonic()
@@ -70,7 +73,9 @@ class PublishRun(ConfirmSession):
 
     def _result(self) -> PublishResult:
         outcomes = tuple(
-            o if o is not None else (Outcome.UNKNOWN if i in self.sent else Outcome.FAILED)
+            o
+            if o is not None
+            else (Outcome.UNKNOWN if i in self.sent and not self.dropped else Outcome.FAILED)
             for i, o in enumerate(self.outcomes)
         )
         error = self.error
@@ -104,6 +109,8 @@ class PublishRun(ConfirmSession):
         ):
             self.error = self.error or err
             self.fatal = True
+            # One run publishes to one exchange, so a 404 on its channel means every message sent was dropped.
+            self.dropped = isinstance(exc, pe.ChannelClosedByBroker) and exc.reply_code == NOT_FOUND
 
     # -- sending --------------------------------------------------------------------------------------------
 

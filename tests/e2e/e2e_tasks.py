@@ -67,3 +67,10 @@ def sleep(ctx: Any, job: dict[str, Any]) -> None:
 def poison(ctx: Any, job: dict[str, Any]) -> None:
     _ran(ctx, job)
     os._exit(1)
+
+
+@task("exits", max_retries=0)
+def exits(ctx: Any, job: dict[str, Any]) -> None:
+    """``sys.exit`` in a job thread raises SystemExit there, which ``except Exception`` does not catch."""
+    _ran(ctx, job)
+    raise SystemExit(0)

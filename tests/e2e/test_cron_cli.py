@@ -174,3 +174,34 @@ def test_an_unreachable_store_is_exit_3_for_schedules(namespace: str, env: dict[
     result = tqadmin("schedules", "--namespace", namespace, "--store", "redis://127.0.0.1:1/0", env=env)
     assert result.returncode == 3
     assert "cannot reach the state store" in result.stderr
+
+
+def start_refused(tmp_path: Path, namespace: str, env: dict[str, str], *option: str) -> list[str]:
+    """Run a cron that must stop at start with exit 3; its error lines (not its own log)."""
+    path = schedule_file(tmp_path, f"never-{namespace}")
+    result = tqadmin("cron", "--schedule", str(path), "--namespace", namespace, *option, env=env)
+    assert result.returncode == 3
+    return [line for line in result.stderr.splitlines() if " cron[" not in line]
+
+
+def test_cron_with_an_unreachable_store_is_exit_3_at_start_with_the_password_masked(
+    tmp_path: Path, namespace: str, env: dict[str, str]
+) -> None:
+    errors = start_refused(tmp_path, namespace, env, "--store", "redis://:store-secret@127.0.0.1:1/0")
+    assert (
+        len(errors) == 1 and "cannot reach the state store" in errors[0] and "store-secret" not in errors[0]
+    )
+
+
+def test_cron_whose_broker_refuses_the_login_is_exit_3_at_start_and_does_not_keep_the_lease(
+    tmp_path: Path, namespace: str, env: dict[str, str]
+) -> None:
+    """A misconfigured instance must not sit on the lease retrying while correctly configured ones wait."""
+    broker = "amqp://guest:broker-secret@127.0.0.1:5672/%2F"
+    errors = start_refused(tmp_path, namespace, env, "--broker", broker)
+    assert len(errors) == 1 and "refused the login" in errors[0] and "broker-secret" not in errors[0]
+    store = RedisCronStore.from_url(REDIS_URL, namespace)
+    try:
+        assert store.leader() is None
+    finally:
+        store.close()

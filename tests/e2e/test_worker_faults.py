@@ -9,10 +9,13 @@ import os
 import signal
 import statistics
 import time
+from datetime import datetime
 
 import pytest
 from amqp_proxy import AmqpProxy
-from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+
+from tqadmin.store.factory import open_store
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 
@@ -187,3 +190,46 @@ def test_duplicates_run_once_whether_the_job_is_done_or_still_running_elsewhere(
     pipeline.wait_for(lambda: pipeline.pending() == 0, 30, "every copy to be settled")
     assert pipeline.runs() == {"held": 1}
     assert pipeline.effects() == {"held": 1}
+
+
+def test_a_job_running_beside_a_worker_killer_is_not_quarantined_with_it(pipeline: Pipeline) -> None:
+    """Both runs die with the process, so both claims count a crash; a job with a crash on record (a suspect)
+    then runs alone in its worker, so later crashes are charged to the job that causes them, not to the job
+    that happened to share the process."""
+    pipeline.publish([{"task_type": "sleep", "id": "bystander", "seconds": 2}])
+    pipeline.publish([{"task_type": "poison", "id": "poison"}])
+    worker = pipeline.start("--concurrency", "4", "--lease", "1", "--crash-limit", "3")
+    pipeline.wait_for(lambda: pipeline.depth(f"{pipeline.queue}.dlq") >= 1, 60, "the poison job's quarantine")
+    pipeline.wait_for(lambda: pipeline.effects() == {"bystander": 1}, 30, "the bystander")
+    dead = [pipeline.short(json.loads(body)["id"]) for _, body in pipeline.dead_letters()]
+    assert dead == ["poison"]
+    assert worker.poll() is None
+
+
+def test_a_task_calling_sys_exit_is_a_failed_run_and_its_job_thread_goes_on(pipeline: Pipeline) -> None:
+    pipeline.publish([{"task_type": "exits", "id": "exits"}, {"task_type": "count", "id": "after"}])
+    pipeline.start("--concurrency", "1")
+    pipeline.wait_for(
+        lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 30, "the exiting job's dead letter"
+    )
+    pipeline.wait_for(lambda: pipeline.effects() == {"after": 1}, 30, "the next job, on the same thread")
+    ((properties, _),) = pipeline.dead_letters()
+    assert properties.headers["x-tq-reason"] == "max_retries"
+    assert properties.headers["x-tq-error"].startswith("SystemExit")
+
+
+def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(pipeline: Pipeline) -> None:
+    pipeline.publish([{"task_type": "fatal", "id": "held"}])
+    store = open_store(REDIS_URL)
+    try:
+        store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
+    finally:
+        store.close()
+    pipeline.start()
+    pipeline.wait_for(
+        lambda: pipeline.depth(f"{pipeline.queue}.dlq") == 1, 30, "the job, once the lease ended"
+    )
+    ((properties, _),) = pipeline.dead_letters()
+    headers = properties.headers
+    seen, dead = (datetime.fromisoformat(headers[h]) for h in ("x-tq-first-seen", "x-tq-dead-lettered-at"))
+    assert (dead - seen).total_seconds() >= 1.0, "first seen when it was first held, not when it died"

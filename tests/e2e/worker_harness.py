@@ -40,14 +40,17 @@ class Pipeline:
 
     # -- workers -----------------------------------------------------------------------------------------
 
-    def start(self, *options: str, broker: str | None = None) -> subprocess.Popen[bytes]:
-        return self.start_with_tasks(TASKS, *options, broker=broker)
+    def start(
+        self, *options: str, broker: str | None = None, verbose: bool = True
+    ) -> subprocess.Popen[bytes]:
+        return self.start_with_tasks(TASKS, *options, broker=broker, verbose=verbose)
 
     def start_with_tasks(
-        self, tasks: str, *options: str, broker: str | None = None
+        self, tasks: str, *options: str, broker: str | None = None, verbose: bool = True
     ) -> subprocess.Popen[bytes]:
+        """A worker process; ``verbose`` (``-v``) for its log, off to see what a user sees."""
         log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
-        command = [sys.executable, "-m", "tqadmin.cli", "-v"]
+        command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
         if broker:
             command += ["--broker", broker]
         command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]

@@ -207,3 +207,37 @@ def test_a_broker_that_cannot_be_reached_is_exit_3_with_every_job_reported_faile
     assert code == 3
     assert json.loads(report.read_text())["failed"] == 3
     assert json.loads((isolated_env / "audit.jsonl").read_text())["outcome"] == "failed"
+
+
+def test_publish_json_is_an_action_document_naming_its_target(
+    queue: str, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["publish", "--json", "--queue", queue, "--job", '{"task_type": "t"}']) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document == {"action": "publish", "target": queue, "confirmed": 1, "failed": 0, "unknown": 0}
+
+
+def test_publishing_to_an_exchange_that_does_not_exist_is_exit_4_with_every_job_failed_not_unknown(
+    unique: str, tmp_path: Path, isolated_env: Path
+) -> None:
+    """The broker closes the channel (404) and drops what it was sent: nothing can have been delivered."""
+    write_jobs(tmp_path / "jobs.jsonl", 5, "nowhere")
+    report = tmp_path / "r.json"
+    jobs = str(tmp_path / "jobs.jsonl")
+    exchange = f"no-such-exchange-{unique}"
+    code = main(
+        [
+            "publish",
+            "--exchange",
+            exchange,
+            "--routing-key",
+            "k",
+            "--from-file",
+            jobs,
+            "--report",
+            str(report),
+        ]
+    )
+    assert code == 4
+    document = json.loads(report.read_text())
+    assert (document["confirmed"], document["failed"], document["unknown"]) == (0, 5, 0)

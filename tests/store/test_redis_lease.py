@@ -182,3 +182,22 @@ def test_an_unreachable_store_is_a_connection_error_with_the_password_masked() -
     with pytest.raises(Unreachable) as info:
         store.acquire("a", 10)
     assert "hunter2" not in str(info.value) and "state store" in str(info.value)
+
+
+def test_a_store_url_with_a_prefix_opens_the_cron_store_and_keeps_its_keys_under_that_prefix(
+    unique: str,
+) -> None:
+    """``?prefix=`` separates deployments sharing one Redis; the cron honours it too."""
+    store = open_cron_store(f"{REDIS_URL}?prefix=p{unique}", namespace=f"n{unique}")
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        lease = store.acquire("a", 10)
+        assert lease is not None
+        keys = list(client.scan_iter(match=f"*n{unique}*"))
+        assert keys and all(k.startswith("{p" + unique + ":tqcron:n" + unique + "}") for k in keys), keys
+    finally:
+        store.close()
+        stale = list(client.scan_iter(match=f"*n{unique}*"))
+        if stale:
+            client.delete(*stale)
+        client.close()

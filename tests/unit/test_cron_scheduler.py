@@ -291,3 +291,26 @@ def test_a_pending_tick_of_a_removed_schedule_is_dropped_once_its_record_expired
     world.add("a")
     world.run(1)
     assert world.store.pending_ticks == {("other", 6)}
+
+
+def test_a_leader_whose_store_is_down_retries_its_renewal_with_backoff_not_in_a_busy_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each failed renewal used to be retried after 10 ms until the lease deadline (about 2,000 attempts
+    and log lines with the default TTL), while the log claimed several seconds between them."""
+    caplog.set_level(logging.WARNING)
+    world = World()
+    a = world.add("a")
+    world.run(1)
+    assert a.lease is not None
+    world.store.down = True
+    caplog.clear()
+    steps, waits = 0, []
+    while a.lease is not None:
+        waits.append(a.step())
+        world.clock.advance(waits[-1])
+        steps += 1
+        assert steps < 50, "a busy loop"
+    assert steps <= 12
+    said = [float(m.rsplit("retrying in ", 1)[1].rstrip("s")) for m in caplog.messages if "retrying in" in m]
+    assert said == [round(w, 1) for w in waits[: len(said)]]

@@ -103,3 +103,21 @@ def test_importing_tqadmin_for_a_task_module_loads_no_driver_and_no_textual() ->
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == ""
+
+
+def test_an_async_handler_is_refused_at_registration_rather_than_never_awaited() -> None:
+    """Calling it would only create a coroutine: the job would be acked as done with nothing run."""
+
+    async def handler(ctx: TaskContext, job: dict[str, object]) -> None: ...
+
+    with pytest.raises(UsageError, match="async"):
+        task(_name())(handler)  # type: ignore[arg-type]
+
+
+def test_a_task_module_that_calls_sys_exit_on_import_is_a_usage_error_not_that_exit_code(
+    tmp_path: Path,
+) -> None:
+    exiting = tmp_path / "exiting_tasks.py"
+    exiting.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(UsageError, match=r"exiting_tasks.*SystemExit"):
+        load_tasks(str(exiting), registry=TaskRegistry())

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     _warn_short_graces(schedules, args.lock_ttl_s, logger)
     store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s)
     try:
-        with _publisher(ctx) as publish:
+        # Fail at start, not at the first tick: a misconfigured instance that led would sit on the lease,
+        # retrying, while correctly configured ones waited.
+        store.leader()
+        with _publisher(ctx, {s.queue for s in schedules}) as publish:
             scheduler = Scheduler(
                 schedules, store, publish, instance=instance, lock_ttl_s=args.lock_ttl_s, logger=logger
             )
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 @contextmanager
-def _publisher(ctx: CommandContext) -> Iterator[Publish]:
+def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
     sink = os.environ.get(SINK_ENV)
     if sink:
         from tqadmin.store.redis_sink import RedisListSink
@@ -89,7 +92,9 @@ def _publisher(ctx: CommandContext) -> Iterator[Publish]:
     from tqadmin.pipeline.cron.publishing import TransportPublish
 
     with ctx.plugin().transport(ctx.broker_config()) as transport:
-        yield TransportPublish(transport)
+        publish = TransportPublish(transport)
+        publish.declare(sorted(queues))  # connects: a refused login or a dead broker ends here
+        yield publish
 
 
 @contextmanager

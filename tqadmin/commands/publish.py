@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from tqadmin import audit
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.queue is None and args.routing_key is None:
         raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
     jobs = load_jobs(args.job, args.from_file)
+    if args.report is not None:
+        _check_writable(args.report)
     plugin = ctx.plugin()
     try:
         with plugin.transport(ctx.broker_config()) as transport:
@@ -46,7 +49,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         report = PublishReport(tuple((job.id, Outcome.FAILED) for job in jobs), exc)
     document = report.to_json()
     if args.report is not None:
-        args.report.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        try:
+            args.report.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise TqadminError(f"the jobs were published but --report {args.report} failed: {exc}") from None
     confirmed = report.count(Outcome.CONFIRMED)
     audit.append(
         ctx.settings.audit_log,
@@ -57,10 +63,21 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         outcome="ok" if report.all_confirmed else "failed",
         extra={"failed": report.count(Outcome.FAILED), "unknown": report.count(Outcome.UNKNOWN)},
     )
-    summary = {k: v for k, v in document.items() if k != "jobs"}
-    ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
+    counts = {k: v for k, v in document.items() if k != "jobs"}
+    summary = {"action": "publish", "target": args.queue or args.routing_key, **counts}
+    ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if report.all_confirmed:
         return int(ExitCode.OK)
     if report.error is not None:
         raise report.error
     raise PartialFailure(f"{len(jobs) - confirmed} of {len(jobs)} jobs were not confirmed; see the report")
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse an unwritable ``--report`` before anything is sent, not after (the jobs could not be unsent)."""
+    if path.exists():
+        writable = path.is_file() and os.access(path, os.W_OK)
+    else:
+        writable = path.parent.is_dir() and os.access(path.parent, os.W_OK)
+    if not writable:
+        raise UsageError(f"cannot write --report {path}: check that its directory exists and is writable")

@@ -6,6 +6,7 @@ import argparse
 import logging
 import signal
 import sys
+from contextlib import AbstractContextManager, nullcontext
 
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
@@ -16,6 +17,7 @@ from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.supervisor import supervise
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.worker import Worker, WorkerSettings
+from tqadmin.telemetry.endpoint import MetricsServer
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +40,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--heartbeat", type=positive(float), default=2.0, metavar="S", help="heartbeat interval"
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="serve Prometheus metrics at http://HOST:N/metrics (off by default)",
+    )
+    parser.add_argument(
+        "--metrics-host", default="127.0.0.1", metavar="HOST", help="address for --metrics-port (127.0.0.1)"
+    )
+    parser.add_argument(
         "--no-dedup",
         action="store_true",
         help="skip the completion store (no claims, no ctx.once): at-least-once, faster",
@@ -47,6 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> WorkerSettings:
     if args.prefetch < 0 or args.job_timeout < 0:
         raise UsageError("--prefetch and --job-timeout must not be negative (0: the default, no limit)")
+    if args.metrics_port is not None and not 0 < args.metrics_port < 65536:
+        raise UsageError("--metrics-port must be a TCP port, 1 to 65535")
     try:
         policy = retry.RetryPolicy(args.backoff_base, args.backoff_cap, args.max_retries, args.crash_limit)
     except ValueError as exc:
@@ -72,18 +86,21 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         format="%(asctime)s %(process)d %(levelname)s %(message)s",
         stream=sys.stderr,
     )
-    logging.getLogger("pika").setLevel(logging.WARNING)
+    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
+    logging.getLogger("pika").setLevel(logging.WARNING if ctx.settings.verbose else logging.CRITICAL)
 
     def child() -> int:
         from tqadmin.store.factory import open_store
 
         try:
             store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+            store.check()
             with ctx.plugin().transport(ctx.broker_config()) as transport:
                 worker = Worker(settings, transport, store, registry)
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())
-                worker.run()
+                with _metrics(args, worker):
+                    worker.run()
             store.close()
         except TqadminError as exc:
             print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
@@ -91,3 +108,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
 
     return supervise(child)
+
+
+def _metrics(args: argparse.Namespace, worker: Worker) -> AbstractContextManager[object]:
+    """The Prometheus endpoint when ``--metrics-port`` asks for one (served by the worker process, so a
+    restarted process serves again on the same port)."""
+    if args.metrics_port is None:
+        return nullcontext()
+    return MetricsServer(args.metrics_host, args.metrics_port, worker.snapshot)

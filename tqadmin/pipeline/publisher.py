@@ -6,14 +6,13 @@ sent, so a bad line in a file is a usage error that publishes nothing rather tha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import TqadminError, UsageError
-from tqadmin.pipeline.job import Job, MalformedJob, job_from_mapping
+from tqadmin.pipeline.job import Job, MalformedJob, decode_job
 from tqadmin.plugin.transport import TASK_EXCHANGE, BrokerTransport, Outcome, Outgoing
 
 DEFAULT_WINDOW = 512
@@ -43,14 +42,13 @@ class PublishReport:
 
 
 def parse_job(text: str, where: str) -> Job:
+    """One job as the worker will read it (no NaN, not too deep), so a job it would refuse is never sent.
+
+    The size is the worker's business (``--max-payload-bytes``), so it is not limited here.
+    """
+    body = text.encode("utf-8", "surrogatepass")
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{where} is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{where} is not a JSON object")
-    try:
-        return job_from_mapping(data)
+        return decode_job(body, max_bytes=len(body))
     except MalformedJob as exc:
         raise UsageError(f"{where}: {exc}") from None
 

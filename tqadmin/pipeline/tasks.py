@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -88,6 +89,8 @@ def task(name: str, *, max_retries: int | None = None) -> Callable[[TaskFn], Tas
         raise UsageError(f"@task({name!r}): max_retries must not be negative")
 
     def register(fn: TaskFn) -> TaskFn:
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise UsageError(f"@task({name!r}): async functions are not supported; use a plain def")
         REGISTRY.register(TaskSpec(name, fn, max_retries))
         return fn
 
@@ -110,7 +113,7 @@ def load_tasks(module: str, registry: TaskRegistry = REGISTRY) -> TaskRegistry:
         raise UsageError(
             f"cannot import task module {module!r}: {exc}; check --tasks and PYTHONPATH"
         ) from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: its code would pass for one of ours
         raise UsageError(f"task module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
     if not len(registry):
         raise UsageError(f"task module {module!r} registers no task; decorate handlers with @task(name)")

@@ -30,9 +30,11 @@ from tqadmin.errors import TqadminError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.batching import Coalescer
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
+from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job
 from tqadmin.pipeline.retry import DeadLetter, DelayTiers, Failure, Retry, RetryPolicy
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
+from tqadmin.pipeline.throttle import Throttle
 from tqadmin.plugin.models import HEADER_FIRST_SEEN
 from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound
 from tqadmin.store.base import Claim, ClaimState, StateStore
@@ -43,6 +45,7 @@ log = logging.getLogger("tqadmin.worker")
 
 MALFORMED = "(malformed)"
 STORE_RETRY_S = 1.0
+STORE_WARN_EVERY_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,7 @@ class _Run:
     attempt: int
     started: float = field(default_factory=time.monotonic)
     abandoned: bool = False
+    solo: bool | None = None  # how it holds the SoloGate: alone (True), beside others (False), not (None)
 
 
 class Worker:
@@ -101,6 +105,9 @@ class Worker:
         self._stopping = threading.Event()
         self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
+        self._gate = SoloGate()
+        self._store_trouble = Throttle(STORE_WARN_EVERY_S)
+        self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
         if store is not None:  # group commit: concurrent job threads share store round trips
             self._claims = Coalescer[str, Claim](
                 lambda ids: store.claim_many(ids, self.worker_id, settings.lease_s)
@@ -195,9 +202,17 @@ class Worker:
             try:
                 abandoned = self._handle(consumer, message)
             except Exception as exc:  # the store failed (or a bug): give the delivery back, try again soon
-                log.warning("could not handle a delivery: %s", mask_text(f"{type(exc).__name__}: {exc}"))
+                if self._store_trouble.allow():
+                    more = self._store_trouble.suppressed
+                    log.warning(
+                        "could not handle a delivery: %s%s",
+                        mask_text(f"{type(exc).__name__}: {exc}"),
+                        f" ({more} more since the last such warning)" if more else "",
+                    )
                 with self._lock:
                     run = self._running.pop(threading.get_ident(), None)
+                    if run is not None and not run.abandoned:
+                        self._leave_gate(run)
                 abandoned = run is not None and run.abandoned
                 if not abandoned:
                     consumer.release([message])
@@ -207,7 +222,6 @@ class Worker:
 
     def _handle(self, consumer: Consumer, message: Inbound) -> bool:
         """Settle one delivery; ``True`` when its run was abandoned (timed out) and this thread must end."""
-        q = self.settings.queue
         try:
             job = decode_job(message.body, max_bytes=self.settings.max_payload_bytes)
         except MalformedJob as exc:
@@ -219,28 +233,67 @@ class Worker:
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
             self._dead_letter(consumer, message, "unknown_task", error, job.retry_count, job.task_type)
             return False
-        claim = None
-        if self.settings.dedup and self.store is not None:
-            claim = self._claims.call(job.id)
-            if claim.state is ClaimState.DONE:
-                self.telemetry.deduplicated(q, job.task_type)
-                consumer.ack(message)
+        if not self.settings.dedup or self.store is None:
+            run = _Run(message, job, spec, None, job.retry_count + 1)
+            with self._lock:
+                self._running[threading.get_ident()] = run
+            return self._execute(consumer, run)
+        claim, solo = self._claim(job.id)
+        started = False
+        try:
+            if self._settled_unrun(consumer, message, job, claim):
                 return False
-            if claim.state is ClaimState.HELD:  # another worker runs it now: look again when its lease ends
-                delay = self.tiers.tier_s_for(max(claim.retry_after_s, 0.1))
-                consumer.retry_later(message, message.body, delay)
-                return False
-            quarantine = self.settings.policy.before_run(claim.crashes)
-            if quarantine is not None:
-                error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
-                attempts = job.retry_count + claim.crashes
-                self._dead_letter(consumer, message, quarantine.reason, error, attempts, job.task_type)
-                self.store.release(claim, forget_crashes=True)
-                return False
-        run = _Run(message, job, spec, claim, job.retry_count + 1)
-        with self._lock:
-            self._running[threading.get_ident()] = run
+            run = _Run(message, job, spec, claim, job.retry_count + 1, solo=solo)
+            with self._lock:
+                self._running[threading.get_ident()] = run
+            started = True
+        finally:
+            if not started:
+                self._gate.leave(solo=solo)
         return self._execute(consumer, run)
+
+    def _claim(self, job_id: str) -> tuple[Claim, bool]:
+        """Claim the job holding the :class:`SoloGate`, alone when it is a suspect; returns how it is held.
+
+        A suspect (a crash on record, not yet quarantined) first gives its claim back, so it holds none while
+        it waits for the others to finish, then claims again once alone (no crash is counted for either)."""
+        assert self.store is not None
+        solo = False
+        self._gate.enter(solo=solo)
+        try:
+            claim = self._claims.call(job_id)
+            suspect = claim.crashes and self.settings.policy.before_run(claim.crashes) is None
+            if claim.state is ClaimState.CLAIMED and suspect:
+                self.store.release(claim)
+                self._gate.leave(solo=solo)
+                solo = True
+                self._gate.enter(solo=solo)
+                claim = self._claims.call(job_id)
+        except BaseException:
+            self._gate.leave(solo=solo)
+            raise
+        return claim, solo
+
+    def _settled_unrun(self, consumer: Consumer, message: Inbound, job: Job, claim: Claim) -> bool:
+        """Settle a delivery that must not run (done, held elsewhere, crash-looping); ``False`` to run it."""
+        assert self.store is not None
+        if claim.state is ClaimState.DONE:
+            self.telemetry.deduplicated(self.settings.queue, job.task_type)
+            consumer.ack(message)
+            return True
+        if claim.state is ClaimState.HELD:  # another worker runs it now: look again when its lease ends
+            delay = self.tiers.tier_s_for(max(claim.retry_after_s, 0.1))
+            seen = {HEADER_FIRST_SEEN: first_seen(message.headers, time.time())}
+            consumer.retry_later(message, message.body, delay, seen)
+            return True
+        quarantine = self.settings.policy.before_run(claim.crashes)
+        if quarantine is not None:
+            error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
+            attempts = job.retry_count + claim.crashes
+            self._dead_letter(consumer, message, quarantine.reason, error, attempts, job.task_type)
+            self.store.release(claim, forget_crashes=True)
+            return True
+        return False
 
     def _execute(self, consumer: Consumer, run: _Run) -> bool:
         q, job = self.settings.queue, run.job
@@ -252,13 +305,14 @@ class Worker:
             run.spec.fn(ctx, job.to_dict())
         except FatalError as exc:
             failure = (Failure.FATAL, exc)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a task must not end its job thread silently
             failure = (Failure.TRANSIENT, exc)
         run_s = time.monotonic() - run.started
         with self._lock:
             if run.abandoned:  # timed out: the monitor already settled it and released the claim
                 return True
             del self._running[threading.get_ident()]
+            self._leave_gate(run)
         if failure is None:
             try:
                 failure = self._commit(run, ctx)
@@ -270,6 +324,12 @@ class Worker:
         else:
             self._after_failure(consumer, run, *failure)
         return False
+
+    def _leave_gate(self, run: _Run) -> None:
+        """Let the next job in once ``run`` is over (finished or abandoned); called with ``_lock`` held."""
+        if run.solo is not None:
+            self._gate.leave(solo=run.solo)
+            run.solo = None
 
     def _commit(self, run: _Run, ctx: TaskContext) -> tuple[Failure, BaseException] | None:
         effect = ctx.combined_effect()
@@ -347,6 +407,7 @@ class Worker:
             for ident, run in late:
                 run.abandoned = True
                 self._zombies.add(ident)
+                self._leave_gate(run)
         for _, run in late:
             self._spawn(functools.partial(self._settle_timeout, run))
 
@@ -375,12 +436,11 @@ class Worker:
             if not renewed:
                 log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
 
-    def _beat(self, final: bool = False) -> None:
-        if self.store is None:
-            return
+    def snapshot(self) -> WorkerSnapshot:
+        """This worker now: what its heartbeat carries and its metrics endpoint serves."""
         with self._lock:
             current = tuple(r.job.id for r in self._running.values() if not r.abandoned)
-        snapshot = WorkerSnapshot(
+        return WorkerSnapshot(
             worker_id=self.worker_id,
             host=socket.gethostname(),
             pid=os.getpid(),
@@ -390,7 +450,12 @@ class Worker:
             current_jobs=current,
             stats=self.telemetry.read(),
         )
+
+    def _beat(self, final: bool = False) -> None:
+        if self.store is None:
+            return
         try:
-            self.store.beat(snapshot, 0 if final else self.settings.heartbeat_s * 3)
+            self.store.beat(self.snapshot(), 0 if final else self.settings.heartbeat_s * 3)
         except TqadminError as exc:
-            log.warning("could not write a heartbeat: %s", exc)
+            if self._beat_trouble.allow():
+                log.warning("could not write a heartbeat: %s", exc)

@@ -169,3 +169,7 @@ class StateStore(CompletionStore, HeartbeatStore, ABC):
     """Everything a worker needs of shared state; :func:`tqadmin.store.open_store` returns one."""
 
     url: str
+
+    def check(self) -> None:
+        """Raise a :class:`tqadmin.errors.ConnectError` now if the store cannot be reached, so a long-running
+        process fails at start rather than at its first job (network stores connect lazily)."""

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import redis
 
+from tqadmin.store.factory import split_prefix
+from tqadmin.store.keys import check_prefix
 from tqadmin.store.lease import (
     CronStore,
     FiredTick,
@@ -134,11 +136,14 @@ return 1
 class RedisCronStore(CronStore):
     """:class:`CronStore` on one Redis (or a Redis Cluster: every script's keys share a hash tag)."""
 
-    def __init__(self, client: redis.Redis[str], namespace: str, url: str = "redis") -> None:
+    def __init__(
+        self, client: redis.Redis[str], namespace: str, url: str = "redis", prefix: str | None = None
+    ) -> None:
         self.namespace = check_namespace(namespace)
         self._client = client
         self._url = url
-        self._prefix = "{tqcron:" + namespace + "}"
+        # The store URL's ``prefix`` (if any) goes inside the hash tag: one slot per script still.
+        self._prefix = "{" + (f"{check_prefix(prefix)}:" if prefix else "") + "tqcron:" + namespace + "}"
         self._scripts = {
             name: client.register_script(source)
             for name, source in {
@@ -155,10 +160,12 @@ class RedisCronStore(CronStore):
 
     @classmethod
     def from_url(cls, url: str, namespace: str, timeout_s: float = 10.0) -> RedisCronStore:
+        """``url`` may carry ``?prefix=`` like every store URL (see :func:`split_prefix`)."""
+        url, prefix = split_prefix(url)
         client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
         )
-        return cls(client, namespace, url)
+        return cls(client, namespace, url, prefix)
 
     def key(self, suffix: str) -> str:
         return f"{self._prefix}:{suffix}"

@@ -299,6 +299,10 @@ class RedisStore(StateStore):
                     deleted += int(self._client.delete(*keys))
         return deleted
 
+    def check(self) -> None:
+        with _translated(self.url):
+            self._client.ping()
+
     def close(self) -> None:
         self._client.close()
 

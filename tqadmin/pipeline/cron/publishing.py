@@ -6,6 +6,8 @@ leaves the tick pending, to be published again (under the same job id) after a b
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from tqadmin.errors import Nacked
 from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.publisher import messages_for
@@ -19,10 +21,14 @@ class TransportPublish:
         self._transport = transport
         self._declared: set[str] = set()
 
+    def declare(self, queues: Iterable[str]) -> None:
+        for queue in queues:
+            if queue not in self._declared:
+                self._transport.declare(queue)
+                self._declared.add(queue)
+
     def __call__(self, queue: str, job: Job) -> None:
-        if queue not in self._declared:
-            self._transport.declare(queue)
-            self._declared.add(queue)
+        self.declare((queue,))
         result = self._transport.publish(messages_for([job], TASK_EXCHANGE, queue), window=1)
         if not result.all_confirmed:
             if result.error is not None:

@@ -143,12 +143,17 @@ class Scheduler:
         except (TqadminError, PublishFailed) as exc:
             self._failures += 1
             delay = self._rng.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**self._failures))
-            self._log.warning("%s; retrying in %.1fs", exc, delay)
             if self.lease is not None and not self._leading():
                 self._step_down("lease deadline passed while the store or broker failed")
-            if self.lease is not None:  # a broker outage alone must not cost the lease: keep renewing
-                delay = min(delay, self._next_renew - self._clock.monotonic())
-            return max(MIN_WAIT_S, delay)
+            if self.lease is not None:
+                # A broker outage alone must not cost the lease: wake for the next renewal. If the renewal is
+                # already due (it is what failed), retry it with the backoff, up to the lease deadline.
+                now = self._clock.monotonic()
+                renew_in = self._next_renew - now
+                delay = min(delay, renew_in if renew_in > 0 else self._valid_until - now)
+            delay = max(MIN_WAIT_S, delay)
+            self._log.warning("%s; retrying in %.1fs", exc, delay)
+            return delay
         self._failures = 0
         return self._wait()
 
