@@ -49,13 +49,25 @@ def test_throughput_failure_rate_and_percentiles_come_from_deltas_over_the_windo
     assert set(document["task_types"]["resize"]["wait"]) == {"p50", "p95", "p99"}
 
 
-def test_a_worker_born_inside_the_window_counts_from_zero() -> None:
+def test_a_worker_born_inside_the_window_counts_from_zero_over_its_own_life() -> None:
     telemetry = Telemetry()
     _run(telemetry, done=50, failed=0)
     latest = _snapshot("new", 200.0, telemetry, started_at=190.0)
     stats = window_stats(200.0, 30.0, [WorkerHistory(Reading(200.0, latest), None)])
     assert stats.total.done == 50
-    assert stats.throughput == 50 / 30
+    assert stats.throughput == 50 / 10
+
+
+def test_a_young_worker_beside_an_old_one_keeps_the_whole_window() -> None:
+    old, young = Telemetry(), Telemetry()
+    old_before = _snapshot("old", 170.0, old)
+    _run(old, done=30, failed=0)
+    _run(young, done=30, failed=0)
+    histories = [
+        WorkerHistory(Reading(200.0, _snapshot("old", 200.0, old)), Reading(170.0, old_before)),
+        WorkerHistory(Reading(200.0, _snapshot("young", 200.0, young, started_at=195.0)), None),
+    ]
+    assert window_stats(200.0, 30.0, histories).throughput == 60 / 30
 
 
 def test_an_older_baseline_widens_the_span_so_the_rate_stays_right() -> None:

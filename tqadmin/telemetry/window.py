@@ -14,13 +14,16 @@ from typing import Any
 from tqadmin.store.base import WorkerHistory
 from tqadmin.telemetry.counters import StatsKey, TaskStats, merge_stats, subtract_stats
 
+MIN_SPAN_S = 1.0  # a worker born a moment ago does not turn its first job into a huge rate
+
 
 @dataclass(frozen=True, slots=True)
 class WindowStats:
     """What happened over ``window_s`` seconds, merged across workers.
 
-    ``span_s`` is the time the deltas actually cover (at least the window; more when the newest reading
-    before the window's start is older than the start). ``throughput`` is done runs per second.
+    ``span_s`` is the time the deltas actually cover: the window, more when the newest reading before the
+    window's start is older than the start, less when every worker is younger than the window.
+    ``throughput`` is done runs per second.
     """
 
     window_s: float
@@ -89,11 +92,13 @@ def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistor
     """Merge every worker's ``latest - baseline`` over the window ending at ``now_s`` (the store's clock).
 
     A worker with no baseline, one born inside the window, or one whose id was reused by a process started
-    since the baseline, is counted from zero: everything its counters hold happened inside the window.
+    since the baseline, is counted from zero: everything its counters hold happened inside the window. The
+    span starts at the oldest reading used, or at the first worker's birth when every worker is younger than
+    the window, so a pipeline started ten seconds ago shows its real rate rather than a sixth of it.
     """
     start = now_s - window_s
     deltas: list[dict[StatsKey, TaskStats]] = []
-    earliest = start
+    covered_from: float | None = None
     count = 0
     for history in histories:
         count += 1
@@ -102,7 +107,10 @@ def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistor
         restarted = baseline is not None and baseline.snapshot.started_at != latest.started_at
         if baseline is None or restarted or latest.started_at >= start:
             deltas.append({key: stats.copy() for key, stats in latest.stats.items()})
-            continue
-        earliest = min(earliest, baseline.at_s)
-        deltas.append(subtract_stats(latest.stats, baseline.snapshot.stats))
-    return WindowStats(window_s=window_s, span_s=now_s - earliest, workers=count, by_key=merge_stats(deltas))
+            begin = max(start, min(latest.started_at, now_s - MIN_SPAN_S))
+        else:
+            deltas.append(subtract_stats(latest.stats, baseline.snapshot.stats))
+            begin = min(start, baseline.at_s)
+        covered_from = begin if covered_from is None else min(covered_from, begin)
+    span = now_s - (start if covered_from is None else covered_from)
+    return WindowStats(window_s=window_s, span_s=span, workers=count, by_key=merge_stats(deltas))
