@@ -82,7 +82,7 @@ def test_a_server_side_replay_killed_mid_way_is_finished_by_the_rerun_without_a_
     shovel = f"api/parameters/shovel/%2F/tqadmin-move-{dlq}-to-{target}"
     with httpx.Client(base_url="http://127.0.0.1:15672/", auth=("guest", "guest"), timeout=30) as api:
         first = subprocess.Popen(
-            tqadmin("replay", dlq, "--to", target, "--server-side"),
+            tqadmin("replay", dlq, "--to", target, "--server-side", "--timeout", "30"),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -93,7 +93,7 @@ def test_a_server_side_replay_killed_mid_way_is_finished_by_the_rerun_without_a_
             first.send_signal(signal.SIGKILL)
             first.wait()
         second = subprocess.run(
-            tqadmin("replay", dlq, "--to", target, "--server-side", "--json"),
+            tqadmin("replay", dlq, "--to", target, "--server-side", "--json", "--timeout", "30"),
             check=False,
             capture_output=True,
             text=True,
