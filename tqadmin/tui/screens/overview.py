@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
 from tqadmin.tui.screens.base import QueueScreen
+from tqadmin.tui.text import clean
 from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
 from tqadmin.tui.widgets.telemetry import TelemetryPanel
@@ -63,7 +64,10 @@ class OverviewScreen(QueueScreen):
         )
         if table.needle:
             text.append(" · filter: ")
-            text.append(table.needle, style="bold")
+            text.append(clean(table.needle), style="bold")
+        if table.hot:
+            text.append(" · ")
+            text.append(f"{table.hot:,} over alert thresholds (red)", style="bold red")
         if self.tq.poll_state.stale:
             text.append("  STALE: last good data, broker not answering", style="bold red")
         self.query_one("#table-status", Static).update(text)
