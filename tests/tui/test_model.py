@@ -88,4 +88,4 @@ def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches()
     assert session.fetch(10) == ()
     session.close()
     assert seen[-1] == (1, depth)
-    assert len(fake.messages["orders"]) == 3
+    assert len(fake.messages["orders"]) == depth
