@@ -89,3 +89,20 @@ def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches()
     session.close()
     assert seen[-1] == (1, depth)
     assert len(fake.messages["orders"]) == depth
+
+
+def test_a_work_queue_a_retry_queue_dead_letters_into_is_not_listed_as_a_dead_letter_queue() -> None:
+    from tqadmin.plugin.models import QueueStats
+    from tqadmin.tui.screens.dead_letters import dead_letter_queues
+
+    def queue(name: str, dlq: str | None = None) -> QueueStats:
+        return QueueStats(name, messages=0, ready=0, unacked=0, consumers=0, dlq=dlq)
+
+    stats = {
+        "work": queue("work", "work.dlq"),
+        "work.retry": queue("work.retry", "work"),
+        "work.dlq": queue("work.dlq"),
+        "jobs": queue("jobs", "jobs-dead"),
+        "jobs-dead": queue("jobs-dead"),
+    }
+    assert dead_letter_queues(dict(stats)) == ["jobs-dead", "work.dlq"]

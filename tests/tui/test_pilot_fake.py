@@ -157,7 +157,7 @@ def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_de
     quorum = PeekResult("q", (Message(body=b"{}", headers={"x-delivery-count": 3}),), "gets and requeues")
     classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
     assert "x-delivery-count 3" in cost_notice(quorum).plain
-    assert "delivery-limit" in cost_notice(quorum).plain
+    assert "one more after this look" in cost_notice(quorum).plain
     assert "Quorum" not in cost_notice(classic).plain
 
 

@@ -24,8 +24,11 @@ SAMPLE = 500
 
 
 def dead_letter_queues(stats: dict[str, object]) -> list[str]:
+    """Queues named as DLQs, and queues others dead-letter into that have no DLQ of their own: a retry
+    queue dead-letters back into its work queue on expiry, and that work queue is no dead-letter queue."""
     names = {name for name in stats if name.endswith((".dlq", "-dlq"))}
-    names |= {getattr(s, "dlq", None) or "" for s in stats.values()} & set(stats)
+    targets = {getattr(s, "dlq", None) or "" for s in stats.values()} & set(stats)
+    names |= {name for name in targets if not getattr(stats[name], "dlq", None)}
     return sorted(names)
 
 

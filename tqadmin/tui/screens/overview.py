@@ -68,8 +68,10 @@ class OverviewScreen(QueueScreen):
         if table.hot:
             text.append(" · ")
             text.append(f"{table.hot:,} over alert thresholds (red)", style="bold red")
-        if self.tq.poll_state.stale:
-            text.append("  STALE: last good data, broker not answering", style="bold red")
+        state = self.tq.poll_state
+        if state.stale:
+            known = "last good data" if state.last_ok is not None else "no data yet"
+            text.append(f"  STALE: {known}, broker not answering", style="bold red")
         self.query_one("#table-status", Static).update(text)
 
     def show_telemetry(self) -> None:

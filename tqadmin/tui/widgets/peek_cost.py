@@ -2,8 +2,8 @@
 
 The broker's own cost text comes first (the RabbitMQ plugin's ``PEEK_COST``, plus its quorum warning when the
 queue is a quorum queue). When the messages carry ``x-delivery-count`` the notice also says how close the
-most-peeked message is to being dropped: on a quorum queue every look is a delivery, and past the queue's
-delivery-limit RabbitMQ drops or dead-letters the message.
+most-peeked message is to being dropped (the plugin's text says why: on a quorum queue every look is a
+delivery, and past the queue's delivery-limit RabbitMQ drops or dead-letters the message).
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ def cost_notice(result: PeekResult) -> Text:
     deliveries = highest_delivery_count(result)
     if deliveries is not None:
         text.append(
-            f"\n Quorum queue: the most-delivered message here has {DELIVERY_COUNT} {deliveries}; every"
-            " peek adds 1 and a message past the delivery-limit is dropped or dead-lettered."
-            " Peek only when you need to.",
+            f"\n Quorum queue: the most-delivered message here has {DELIVERY_COUNT} {deliveries},"
+            " one more after this look.",
             style="bold red",
         )
     return text

@@ -119,7 +119,7 @@ class QueueTable(ScrollView, can_focus=True):
         self.sort_reverse = True
         self.needle = ""
         self.order: list[str] = []
-        self.hot = 0  # queues over an alert threshold, counted at each sync
+        self.hot = 0  # listed queues over an alert threshold, counted at each sync
         self.board = QueueBoard()
         self.thresholds = Thresholds()
 
@@ -139,7 +139,7 @@ class QueueTable(ScrollView, can_focus=True):
         column = self.sort_column
         names.sort(key=lambda n: sort_value(stats[n], column), reverse=self.sort_reverse)
         self.order = names
-        self.hot = sum(1 for queue in stats.values() if alerts(queue, thresholds))
+        self.hot = sum(1 for name in names if alerts(stats[name], thresholds))
         self.virtual_size = Size(sum(c.width + GAP for c in COLUMNS) + TREND_WIDTH, len(names))
         if selected in stats and selected is not None and (not self.needle or selected in names):
             self.set_reactive(QueueTable.cursor_row, names.index(selected))
