@@ -113,12 +113,13 @@ def peeks(fake: FakeAdmin) -> int:
     return sum(1 for call in fake.calls if call.startswith("peek"))
 
 
-async def poll(pilot: Any, fake: FakeAdmin) -> None:
-    """One full poll of the broker, landed on the screen."""
-    listed = fake.calls.count("list_queues")
-    pilot.app.action_refresh()
-    await settled(pilot, lambda: fake.calls.count("list_queues") > listed)
-    await pilot.pause()
+async def poll(pilot: Any, fake: FakeAdmin, times: int = 5) -> None:
+    """``times`` full polls of the broker, each landed on the screen before the next."""
+    for _ in range(times):
+        listed = fake.calls.count("list_queues")
+        pilot.app.action_refresh()
+        await settled(pilot, lambda n=listed: fake.calls.count("list_queues") > n)
+        await pilot.pause()
 
 
 async def test_polling_never_peeks_only_opening_a_queue_or_pressing_r_does(
@@ -128,13 +129,11 @@ async def test_polling_never_peeks_only_opening_a_queue_or_pressing_r_does(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        for _ in range(5):
-            await poll(pilot, fake)
+        await poll(pilot, fake)
         assert peeks(fake) == 0
         await pilot.press("enter")
         await settled(pilot, lambda: bool(getattr(app.screen, "peeked", ())))
-        for _ in range(5):
-            await poll(pilot, fake)
+        await poll(pilot, fake)
         assert peeks(fake) == 1
         await pilot.press("r")
         await settled(pilot, lambda: peeks(fake) == 2)
@@ -142,8 +141,7 @@ async def test_polling_never_peeks_only_opening_a_queue_or_pressing_r_does(
         await settled(pilot, lambda: bool(getattr(app.screen, "groups", ())))
         assert peeks(fake) == 3
         await pilot.press("j", "j")  # moving over other dead-letter queues only says how to load them
-        for _ in range(5):
-            await poll(pilot, fake)
+        await poll(pilot, fake)
         assert peeks(fake) == 3
         assert "press Enter or r" in text_of(app.screen.query_one("#group-title"))
         await pilot.press("enter")
