@@ -33,9 +33,10 @@ def test_depth_history_is_bounded_however_long_it_runs() -> None:
     assert list(board.history["a"]) == [995, 996, 997, 998, 999]
 
 
-def test_sparkline_scales_to_its_own_maximum_and_keeps_zero_flat() -> None:
-    assert sparkline([0, 0, 0]) == "▁▁▁"
-    assert sparkline([0, 4, 8]) == "▁▅█"
+def test_sparkline_scales_to_its_own_maximum_draws_zero_empty_and_a_flat_depth_low() -> None:
+    assert sparkline([0, 0, 0]) == "   "
+    assert sparkline([0, 4, 8]) == " ▅█"
+    assert sparkline([3, 3, 3]) == "▂▂▂"
     assert sparkline([]) == ""
 
 
@@ -75,6 +76,7 @@ def test_dead_letters_group_by_reason_error_and_task_type_largest_first() -> Non
 
 def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches() -> None:
     fake = FakeAdmin()
+    depth = len(fake.held("orders"))
     cancel = threading.Event()
     seen: list[tuple[int, int | None]] = []
     session = WatchedSession(
@@ -85,5 +87,22 @@ def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches()
     cancel.set()
     assert session.fetch(10) == ()
     session.close()
-    assert seen[-1] == (1, 3)
-    assert len(fake.messages["orders"]) == 3
+    assert seen[-1] == (1, depth)
+    assert len(fake.messages["orders"]) == depth
+
+
+def test_a_work_queue_a_retry_queue_dead_letters_into_is_not_listed_as_a_dead_letter_queue() -> None:
+    from tqadmin.plugin.models import QueueStats
+    from tqadmin.tui.screens.dead_letters import dead_letter_queues
+
+    def queue(name: str, dlq: str | None = None) -> QueueStats:
+        return QueueStats(name, messages=0, ready=0, unacked=0, consumers=0, dlq=dlq)
+
+    stats = {
+        "work": queue("work", "work.dlq"),
+        "work.retry": queue("work.retry", "work"),
+        "work.dlq": queue("work.dlq"),
+        "jobs": queue("jobs", "jobs-dead"),
+        "jobs-dead": queue("jobs-dead"),
+    }
+    assert dead_letter_queues(dict(stats)) == ["jobs-dead", "work.dlq"]

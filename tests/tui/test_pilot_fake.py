@@ -109,6 +109,56 @@ async def test_enter_opens_the_queue_with_peeked_messages_and_their_cost(make_ap
         assert isinstance(app.screen, OverviewScreen)
 
 
+def peeks(fake: FakeAdmin) -> int:
+    return sum(1 for call in fake.calls if call.startswith("peek"))
+
+
+async def poll(pilot: Any, fake: FakeAdmin, times: int = 5) -> None:
+    """``times`` full polls of the broker, each landed on the screen before the next."""
+    for _ in range(times):
+        listed = fake.calls.count("list_queues")
+        pilot.app.action_refresh()
+        await settled(pilot, lambda n=listed: fake.calls.count("list_queues") > n)
+        await pilot.pause()
+
+
+async def test_polling_never_peeks_only_opening_a_queue_or_pressing_r_does(
+    make_app: MakeApp, fake: FakeAdmin
+) -> None:
+    """Each peek counts a delivery (on a quorum queue it brings a message nearer its delivery-limit)."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await poll(pilot, fake)
+        assert peeks(fake) == 0
+        await pilot.press("enter")
+        await settled(pilot, lambda: bool(getattr(app.screen, "peeked", ())))
+        await poll(pilot, fake)
+        assert peeks(fake) == 1
+        await pilot.press("r")
+        await settled(pilot, lambda: peeks(fake) == 2)
+        await pilot.press("escape", "d")
+        await settled(pilot, lambda: bool(getattr(app.screen, "groups", ())))
+        assert peeks(fake) == 3
+        await pilot.press("j", "j")  # moving over other dead-letter queues only says how to load them
+        await poll(pilot, fake)
+        assert peeks(fake) == 3
+        assert "press Enter or r" in text_of(app.screen.query_one("#group-title"))
+        await pilot.press("enter")
+        await settled(pilot, lambda: peeks(fake) == 4)
+
+
+def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_delivery_count() -> None:
+    from tqadmin.plugin.models import PeekResult
+    from tqadmin.tui.widgets.peek_cost import cost_notice
+
+    quorum = PeekResult("q", (Message(body=b"{}", headers={"x-delivery-count": 3}),), "gets and requeues")
+    classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
+    assert "x-delivery-count 3" in cost_notice(quorum).plain
+    assert "one more after this look" in cost_notice(quorum).plain
+    assert "Quorum" not in cost_notice(classic).plain
+
+
 async def test_the_inspector_shows_body_headers_history_and_last_error(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -170,7 +220,7 @@ async def test_replaying_a_dead_letter_group_shows_the_dry_run_then_moves_and_au
         await settled(pilot, lambda: bool(app.screen.groups))  # type: ignore[attr-defined]
         dlqs = app.screen.query_one("#dlqs", DataTable)
         assert dlqs.coordinate_to_cell_key((0, 0)).row_key.value == "emails.dlq"
-        await pilot.press("j")  # orders.dlq
+        await pilot.press("j", "enter")  # orders.dlq: Enter groups it (moving alone never peeks)
         await settled(pilot, lambda: app.screen.loaded == "orders.dlq")  # type: ignore[attr-defined]
         await settled(pilot, lambda: bool(app.screen.groups))  # type: ignore[attr-defined]
         await pilot.press("tab")  # the groups pane: the action applies to the highlighted group only
@@ -197,7 +247,7 @@ async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fa
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         await select_queue(pilot, "emails")
-        count = len(fake.messages["emails"])
+        count = len(fake.held("emails"))
         await pilot.press("m", *"reports", "enter")
         await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
         await pilot.press("enter")
@@ -466,8 +516,8 @@ async def test_escape_during_a_run_cancels_between_batches_and_reports_what_was_
     make_app: MakeApp, tmp_path: Path
 ) -> None:
     admin = GatedAdmin()
-    total = len(admin.messages["reports"])
     app = make_app(admin=admin)
+    total = len(admin.held("reports"))
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         await pilot.press("m", *"orders", "enter")

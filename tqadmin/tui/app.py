@@ -206,6 +206,11 @@ class TqadminApp(App[None]):
         generation = self._generation
         self._timer = self.set_timer(delay, lambda: self.poll_queues(generation))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer leaves out the key of the screen already shown, so the rest of the keys fit."""
+        on_that_screen = parameters == (self.current_mode,) and len(self.screen_stack) == 1
+        return not (action == "switch_mode" and on_that_screen)
+
     def action_refresh(self) -> None:
         """Poll now, unless a poll is already running (they never overlap)."""
         if any(w.group == "poll-queues" and w.is_running for w in self.workers):

@@ -7,6 +7,8 @@ can prove a read-only profile sent none. The same seed always yields the same sc
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import random
 import threading
@@ -29,7 +31,10 @@ from tqadmin.tui.views import (
 FAKE_CAPABILITIES = Capabilities(
     supported=frozenset(Operation) - {Operation.SERVER_SIDE_MOVE},
     reasons=((Operation.SERVER_SIDE_MOVE, "the fake broker has no shovel"),),
-    peek_cost="fake broker: a peek gets and requeues; peeked messages move to the back, marked redelivered",
+    peek_cost=(
+        "fake broker, modelled on RabbitMQ: peek gets and requeues, which marks the messages redelivered and"
+        " counts a delivery; order is kept"
+    ),
     rates=True,
     oldest_message_age=True,
     alarms=True,
@@ -91,7 +96,16 @@ class FakeAdmin(BrokerAdmin):
             "x-tq-original-queue": queue,
             "x-tq-first-seen": "2026-05-28T20:01:00Z",
             "x-tq-dead-lettered-at": "2026-05-28T20:19:00Z",
-            "x-death": [{"queue": queue, "reason": "rejected", "count": 1, "exchange": "task_exchange"}],
+            "x-death": [
+                {
+                    "queue": queue,
+                    "reason": "rejected",
+                    "count": 1,
+                    "exchange": "task_exchange",
+                    "time": datetime.datetime(2026, 5, 28, 20, 19, tzinfo=datetime.UTC),
+                    "routing-keys": [queue],
+                }
+            ],
         }
         return Message(body=body, headers=headers, id=original.id, routing_key=f"{queue}.dlq")
 
@@ -132,13 +146,18 @@ class FakeAdmin(BrokerAdmin):
         return QueueListing(queues=queues, alarms=self.alarms, broker="fake://seeded")
 
     def peek(self, queue: str, count: int) -> PeekResult:
+        """As on RabbitMQ: the look returns the messages as they were, then leaves them marked redelivered."""
         self.calls.append(f"peek {queue}")
-        return PeekResult(queue, tuple(self._queue(queue)[:count]), self.capabilities.peek_cost)
+        with self._lock:
+            held = self.held(queue)
+            looked = tuple(held[:count])
+            held[:count] = [dataclasses.replace(m, redelivered=True) for m in looked]
+        return PeekResult(queue, looked, self.capabilities.peek_cost)
 
     def purge(self, queue: str) -> int:
         self._write("purge", queue)
         with self._lock:
-            dropped = len(self._queue(queue)) + self.backlog.get(queue, 0)
+            dropped = len(self.held(queue))
             self.messages[queue] = []
             self.backlog[queue] = 0
         return dropped
@@ -150,10 +169,19 @@ class FakeAdmin(BrokerAdmin):
     def queue_exists(self, queue: str) -> bool:
         return queue in self.messages
 
-    def _queue(self, queue: str) -> list[Message]:
+    def held(self, queue: str) -> list[Message]:
+        """The queue's messages, its synthetic backlog turned into jobs first, so that a peek, a dry run or
+        a purge counts what the listing shows. Only queues someone looks into pay for it (not the 10,000 of
+        the benchmark)."""
         if queue not in self.messages:
             raise QueueNotFound(f"queue {queue!r} not found on the fake broker")
-        return self.messages[queue]
+        held = self.messages[queue]
+        backlog = self.backlog.get(queue, 0)
+        if backlog:
+            index = list(self.messages).index(queue)
+            held.extend(self._job(queue, index, n) for n in range(len(held), len(held) + backlog))
+            self.backlog[queue] = 0
+        return held
 
     def _write(self, kind: str, queue: str) -> None:
         self.writes.append((kind, queue))
@@ -165,7 +193,7 @@ class FakeTransfer(TransferSession):
     def __init__(self, admin: FakeAdmin, queue: str) -> None:
         self.admin = admin
         self.queue = queue
-        self._start = len(admin._queue(queue))
+        self._start = len(admin.held(queue))
         self._taken = 0
         self._outstanding: list[Delivery] = []
 

@@ -44,14 +44,17 @@ class QueueBoard:
 
 
 def sparkline(values: Iterable[int], width: int = 12) -> str:
-    """Depth history as block characters scaled to its own maximum (flat zero is a flat floor)."""
+    """Depth history as block characters scaled to its own maximum.
+
+    Zero is an empty cell and a flat non-zero series a low flat line: a full block would read as "maxed
+    out" when the depth merely did not change.
+    """
     points = list(values)[-width:]
-    if not points:
-        return ""
-    top = max(points)
-    if top <= 0:
-        return _BARS[0] * len(points)
-    return "".join(_BARS[min(len(_BARS) - 1, int(v * (len(_BARS) - 1) / top + 0.5))] for v in points)
+    top = max(points, default=0)
+    if top <= 0 or min(points) == top:
+        return "".join(" " if v <= 0 else _BARS[1] for v in points)
+    steps = len(_BARS) - 1
+    return "".join(" " if v <= 0 else _BARS[max(1, min(steps, int(v * steps / top + 0.5)))] for v in points)
 
 
 def alerts(queue: QueueStats, thresholds: Thresholds) -> tuple[str, ...]:

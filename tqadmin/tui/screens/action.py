@@ -58,6 +58,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
             yield Static(PROMPTS.get(self.request.action, ""), id="target-prompt")
             yield Input(value=self.default_target, id="target")
             yield Static("", id="plan")
+            yield Static("", id="confirm-prompt")
             yield Input(placeholder="type the queue name to confirm", id="confirm-name")
             yield Button("Run", id="run", variant="error" if self.request.action == "purge" else "primary")
             yield ProgressBar(id="progress", show_eta=False)
@@ -73,7 +74,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         return text
 
     def on_mount(self) -> None:
-        for widget_id in ("#confirm-name", "#run", "#progress"):
+        for widget_id in ("#confirm-prompt", "#confirm-name", "#run", "#progress"):
             self.query_one(widget_id).display = False
         if self.request.action in PROMPTS:
             self.query_one("#target", Input).focus()
@@ -126,6 +127,11 @@ class ActionScreen(ModalScreen[ActionReport | None]):
             self.query_one("#action-hint", Static).update(Text("nothing to do · Esc closes", style="dim"))
             return
         if self.request.action == "purge":
+            prompt = Text("This cannot be undone. Type ", end="")
+            prompt.append(clean(self.request.source), style="bold")
+            prompt.append(" and press Enter to purge it:")
+            self.query_one("#confirm-prompt", Static).update(prompt)
+            self.query_one("#confirm-prompt").display = True
             confirm = self.query_one("#confirm-name", Input)
             confirm.display = True
             confirm.focus()
@@ -142,7 +148,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         if self.running:
             return
         self.running = True
-        for widget_id in ("#confirm-name", "#run"):
+        for widget_id in ("#confirm-prompt", "#confirm-name", "#run"):
             self.query_one(widget_id).display = False
         bar = self.query_one("#progress", ProgressBar)
         bar.display = True

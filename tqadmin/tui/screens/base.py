@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from tqadmin.tui.app import TqadminApp
 
 ACTION_BINDINGS: list[BindingType] = [
-    Binding("R", "queue_action('replay')", "Replay"),
-    Binding("m", "queue_action('move')", "Move"),
-    Binding("X", "queue_action('purge')", "Purge"),
-    Binding("e", "queue_action('export')", "Export"),
+    Binding("R", "queue_action('replay')", "Replay", tooltip="Replay: send dead letters back to their queue"),
+    Binding("m", "queue_action('move')", "Move", tooltip="Move: move messages to another queue"),
+    Binding("X", "queue_action('purge')", "Purge", tooltip="Purge: delete every message (type the name)"),
+    Binding("e", "queue_action('export')", "Export", tooltip="Export: copy messages to a file, leave them"),
 ]
 
 

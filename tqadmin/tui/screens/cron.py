@@ -53,6 +53,8 @@ class CronScreen(DashboardScreen):
         text = Text(" leader ")
         text.append(clean(view.leader or "none"), style="bold green" if view.leader else "bold red")
         text.append(f"   fencing token {view.fencing_token if view.fencing_token is not None else '-'}")
+        if not view.schedules:
+            text.append("   no schedules registered: start `tqadmin cron --schedule FILE.toml`", style="dim")
         leader.update(text)
         now = self.tq.clock()
         for s in view.schedules:

@@ -18,13 +18,17 @@ from tqadmin.tui.model import human_count
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
+from tqadmin.tui.widgets.peek_cost import cost_notice
 
 SAMPLE = 500
 
 
 def dead_letter_queues(stats: dict[str, object]) -> list[str]:
+    """Queues named as DLQs, and queues others dead-letter into that have no DLQ of their own: a retry
+    queue dead-letters back into its work queue on expiry, and that work queue is no dead-letter queue."""
     names = {name for name in stats if name.endswith((".dlq", "-dlq"))}
-    names |= {getattr(s, "dlq", None) or "" for s in stats.values()} & set(stats)
+    targets = {getattr(s, "dlq", None) or "" for s in stats.values()} & set(stats)
+    names |= {name for name in targets if not getattr(stats[name], "dlq", None)}
     return sorted(names)
 
 
@@ -52,6 +56,7 @@ class DeadLettersScreen(QueueScreen):
                 yield dlqs
             with Vertical(id="group-pane"):
                 yield Static(" select a dead-letter queue", id="group-title")
+                yield Static(id="group-cost")
                 groups: DataTable[Text] = DataTable(id="groups", cursor_type="row", zebra_stripes=True)
                 groups.add_columns("count", "reason", "task type", "error")
                 yield groups
@@ -87,7 +92,17 @@ class DeadLettersScreen(QueueScreen):
         return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "dlqs" and event.row_key.value != self.loaded:
+        """Moving the cursor never peeks (each peek counts a delivery): it says how to load the groups."""
+        queue = event.row_key.value
+        if event.data_table.id != "dlqs" or queue == self.loaded or queue != self._dlq_cursor():
+            return
+        hint = Text(
+            f" {clean(queue)}: press Enter or r to group its messages (peeks up to {SAMPLE})", style="dim"
+        )
+        self.query_one("#group-title", Static).update(hint)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "dlqs":
             self.action_load()
 
     def action_load(self) -> None:
@@ -96,6 +111,7 @@ class DeadLettersScreen(QueueScreen):
             return
         self.loaded = queue
         self.query_one("#group-title", Static).update(Text(f" grouping {clean(queue)}…", style="dim"))
+        self.query_one("#group-cost", Static).update("")
         self.run_peek(queue)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="peek")
@@ -118,14 +134,16 @@ class DeadLettersScreen(QueueScreen):
                 literal(group.error, "red"),
                 key=str(index),
             )
-        title = Text(
-            f" {clean(event.result.queue)}: {len(event.result.messages)} messages in "
-            f"{len(self.groups)} groups (sampled up to {SAMPLE}). "
+        title = Text(" ", end="")
+        title.append(clean(event.result.queue), style="bold")
+        title.append(
+            f": {len(event.result.messages)} messages in {len(self.groups)} groups (sampled up to {SAMPLE})"
         )
-        title.append(clean(event.result.cost), style="yellow")
         self.query_one("#group-title", Static).update(title)
+        self.query_one("#group-cost", Static).update(cost_notice(event.result))
 
     def on_peek_failed(self, event: PeekFailed) -> None:
+        self.query_one("#group-cost", Static).update("")
         self.query_one("#group-title", Static).update(Text(f" cannot group: {event.error}", style="bold red"))
 
     def action_cursor(self, direction: str) -> None:

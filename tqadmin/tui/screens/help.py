@@ -40,6 +40,29 @@ def screens() -> list[tuple[str, list[BindingType]]]:
     ]
 
 
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "up": "↑",
+    "down": "↓",
+    "left": "←",
+    "right": "→",
+    "escape": "Esc",
+    "enter": "Enter",
+    "tab": "Tab",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "home": "Home",
+    "end": "End",
+    "ctrl+r": "Ctrl+R",
+}
+
+
+def key_label(keys: str) -> str:
+    """``"up,k"`` as ``"↑ / k"``: the names a person types, not Textual's."""
+    return " / ".join(KEY_NAMES.get(key, key) for key in keys.split(","))
+
+
 def bindings_table() -> Table:
     table = Table(box=None, padding=(0, 2), header_style="bold")
     table.add_column("screen", style="cyan")
@@ -48,8 +71,9 @@ def bindings_table() -> Table:
     for screen, bindings in screens():
         shown = [b for b in bindings if isinstance(b, Binding)]
         for index, binding in enumerate(shown):
-            key = binding.key.replace("question_mark", "?").replace("slash", "/")
-            table.add_row(screen if index == 0 else "", key, binding.description or binding.action)
+            does = binding.tooltip or binding.description or binding.action
+            last = index == len(shown) - 1
+            table.add_row(screen if index == 0 else "", key_label(binding.key), does, end_section=last)
     return table
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any, ClassVar
 
@@ -36,31 +37,39 @@ def body_view(message: Message) -> RenderableType:
     return Group(Text(f"({note})", style="yellow"), literal(raw[:MAX_BODY_CHARS], one_line=False))
 
 
-def headers_table(headers: dict[str, Any], keep: Any) -> Table:
+NONE = Text("(none)", style="dim")
+DEATH_COLUMNS = ("queue", "reason", "count", "exchange", "time", "routing-keys")
+
+
+def headers_table(headers: dict[str, Any], keep: Any) -> RenderableType:
+    keys = [key for key in sorted(headers) if keep(key)]
+    if not keys:
+        return NONE
     table = Table(box=None, show_header=False, padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    for key in sorted(headers):
-        if keep(key):
-            table.add_row(literal(key), literal(_scalar(headers[key]), one_line=False))
+    for key in keys:
+        table.add_row(literal(key), literal(_scalar(headers[key]), one_line=False))
     return table
 
 
 def death_table(deaths: Any) -> RenderableType:
+    """RabbitMQ's ``x-death`` entries; a column shows only when some entry has it (``time`` often does)."""
     if not isinstance(deaths, list) or not deaths:
-        return Text("none", style="dim")
+        return NONE
+    entries = [death if isinstance(death, dict) else {} for death in deaths]
+    columns = [c for c in DEATH_COLUMNS if any(c in entry for entry in entries)]
     table = Table(box=None, padding=(0, 2), header_style="bold")
-    for column in ("queue", "reason", "count", "exchange", "time"):
-        table.add_column(column)
-    for death in deaths:
-        entry = death if isinstance(death, dict) else {}
-        table.add_row(
-            *(literal(_scalar(entry.get(c, ""))) for c in ("queue", "reason", "count", "exchange", "time"))
-        )
+    for column in columns:
+        table.add_column(column, justify="right" if column == "count" else "left")
+    for entry in entries:
+        table.add_row(*(literal(_scalar(entry.get(c, "-"))) for c in columns))
     return table
 
 
 def _scalar(value: Any) -> str:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, dict | list):
@@ -85,18 +94,19 @@ class InspectorScreen(DashboardScreen):
     def compose(self) -> ComposeResult:
         m = self.message
         headers = dict(m.headers)
-        title = Text(" message ", end="")
+        title = Text("message ", end="")
         title.append(clean(m.id or "(no id)"), style="bold")
-        title.append(" in ")
+        title.append("  in queue ")
         title.append(clean(self.queue), style="bold")
         if m.redelivered:
-            title.append("  redelivered", style="yellow")
+            title.append("  ·  ", style="dim")
+            title.append("redelivered", style="yellow")
         yield Banner(id="banner")
         with VerticalScroll(id="inspector"):
             yield Static(title, classes="title")
             yield Static(Text("last error", style="bold underline"), classes="section")
             error = headers.get(HEADER_ERROR)
-            yield Static(literal(error, "bold red", one_line=False) if error else Text("none", style="dim"))
+            yield Static(literal(error, "bold red", one_line=False) if error else NONE)
             yield Static(Text("body", style="bold underline"), classes="section")
             yield Static(body_view(m), id="body")
             yield Static(Text("tqadmin history (x-tq-*)", style="bold underline"), classes="section")

@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
 from tqadmin.tui.screens.base import QueueScreen
+from tqadmin.tui.text import clean
 from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
 from tqadmin.tui.widgets.telemetry import TelemetryPanel
@@ -63,9 +64,14 @@ class OverviewScreen(QueueScreen):
         )
         if table.needle:
             text.append(" · filter: ")
-            text.append(table.needle, style="bold")
-        if self.tq.poll_state.stale:
-            text.append("  STALE: last good data, broker not answering", style="bold red")
+            text.append(clean(table.needle), style="bold")
+        if table.hot:
+            text.append(" · ")
+            text.append(f"{table.hot:,} over alert thresholds (red)", style="bold red")
+        state = self.tq.poll_state
+        if state.stale:
+            known = "last good data" if state.last_ok is not None else "no data yet"
+            text.append(f"  STALE: {known}, broker not answering", style="bold red")
         self.query_one("#table-status", Static).update(text)
 
     def show_telemetry(self) -> None:

@@ -17,6 +17,7 @@ from tqadmin.tui.model import human_count, human_duration, human_rate
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
+from tqadmin.tui.widgets.peek_cost import cost_notice
 
 PEEK_COUNT = 20
 
@@ -26,7 +27,7 @@ def message_row(message: Message) -> tuple[Text, ...]:
     return (
         literal(message.id or job.get("id") or "-"),
         literal(job.get("task_type", "(not a job)")),
-        Text("yes" if message.redelivered else "", style="yellow"),
+        Text("yes", style="yellow") if message.redelivered else Text("no", style="dim"),
         literal(message.headers.get(HEADER_REASON, "")),
         literal(message.headers.get(HEADER_ERROR, ""), "red"),
     )
@@ -97,10 +98,10 @@ class QueueDetailScreen(QueueScreen):
         table.clear()
         for index, message in enumerate(self.peeked):
             table.add_row(*message_row(message), key=str(index))
-        cost = Text(end="")
-        cost.append(f" {len(self.peeked)} messages peeked. ")
-        cost.append("Cost of this look: ", style="bold yellow")
-        cost.append(clean(event.result.cost), style="yellow")
+        cost = Text(
+            f" {len(self.peeked)} messages peeked (only on opening and on r, never on a timer).\n", end=""
+        )
+        cost.append_text(cost_notice(event.result))
         self.query_one("#peek-cost", Static).update(cost)
 
     def on_peek_failed(self, event: PeekFailed) -> None:

@@ -21,6 +21,14 @@ def banner_text(state: PollState, now: float) -> Text:
         text.append(f" {clean(state.target)}")
     else:
         text.append(" ✖ broker unreachable ", style="bold white on red")
+    # The profile's nature comes before any error text, so a long error never pushes it off screen.
+    if state.read_only:
+        text.append(" ")
+        text.append(" READ-ONLY ", style="bold black on cyan")
+    if state.production:
+        text.append(" ")
+        text.append(" PRODUCTION ", style="bold white on dark_red")
+    if state.error is not None:
         text.append(f" {clean(state.error)}", style="red")
         text.append(f"  retry in {human_duration(state.retry_in_s)} (attempt {state.failures})")
         if state.last_ok is not None:
@@ -32,12 +40,6 @@ def banner_text(state: PollState, now: float) -> Text:
         text.append(f" ALARM {clean(alarm.kind)} on {clean(alarm.node)} ", style="bold white on red")
         if alarm.detail:
             text.append(f" {clean(alarm.detail)}")
-    if state.read_only:
-        text.append("  ")
-        text.append(" READ-ONLY ", style="bold black on cyan")
-    if state.production:
-        text.append("  ")
-        text.append(" PRODUCTION ", style="bold white on dark_red")
     return text
 
 

@@ -60,7 +60,7 @@ COLUMNS = (
 )
 SORTABLE = tuple(c.key for c in COLUMNS)
 TREND_WIDTH = 14
-GAP = 1
+GAP = 2  # two spaces, so neighbouring headers ("ready", "in flight") never read as one
 
 
 def fit(text: str, width: int, right: bool) -> str:
@@ -119,6 +119,7 @@ class QueueTable(ScrollView, can_focus=True):
         self.sort_reverse = True
         self.needle = ""
         self.order: list[str] = []
+        self.hot = 0  # listed queues over an alert threshold, counted at each sync
         self.board = QueueBoard()
         self.thresholds = Thresholds()
 
@@ -138,6 +139,7 @@ class QueueTable(ScrollView, can_focus=True):
         column = self.sort_column
         names.sort(key=lambda n: sort_value(stats[n], column), reverse=self.sort_reverse)
         self.order = names
+        self.hot = sum(1 for name in names if alerts(stats[name], thresholds))
         self.virtual_size = Size(sum(c.width + GAP for c in COLUMNS) + TREND_WIDTH, len(names))
         if selected in stats and selected is not None and (not self.needle or selected in names):
             self.set_reactive(QueueTable.cursor_row, names.index(selected))

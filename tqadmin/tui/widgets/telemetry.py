@@ -22,31 +22,40 @@ def seconds(value: float | None) -> str:
     return f"{value:.1f}s" if value < 60 else human_duration(value)
 
 
+SEPARATOR = "  │  "
+HEADERS = ("task type", "done", "failed", "wait p50", "wait p95", "wait p99", "run p50", "run p95", "run p99")
+
+
 def summary_text(view: TelemetryView | None, error: str | None) -> Text:
     if error is not None:
         return Text(f"telemetry unavailable: {clean(error)}", style="red", end="")
     if view is None or not view.task_types:
         return Text("no workers reporting", style="dim italic", end="")
-    text = Text(end="")
-    text.append(f"throughput {view.throughput:.1f} jobs/s", style="bold")
-    style = "bold red" if view.failure_rate >= 0.05 else "bold green"
-    text.append("   failure rate ")
-    text.append(f"{view.failure_rate:.1%}", style=style)
     alive = sum(1 for w in view.workers if w.alive)
     dead = len(view.workers) - alive
-    text.append(f"   workers {alive} live")
+    text = Text(end="")
+    text.append("throughput ")
+    text.append(f"{view.throughput:.1f} jobs/s", style="bold")
+    text.append(SEPARATOR, style="dim")
+    text.append("failure rate ")
+    text.append(f"{view.failure_rate:.1%}", style="bold red" if view.failure_rate >= 0.05 else "bold green")
+    text.append(SEPARATOR, style="dim")
+    text.append("workers ")
+    text.append(f"{alive} live", style="bold")
     if dead:
-        text.append(f", {dead} dead", style="bold red")
-    text.append(f"   (last {human_duration(view.window_s)})", style="dim")
+        text.append(", ")
+        text.append(f"{dead} dead", style="bold red")
+    text.append(SEPARATOR, style="dim")
+    text.append(f"over the last {human_duration(view.window_s)}", style="dim")
     return text
 
 
 def percentiles_table(view: TelemetryView | None) -> Table:
-    table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
-    for header in ("task type", "done", "failed", "wait p50", "p95", "p99", "run p50", "p95", "p99"):
+    table = Table(box=None, expand=True, padding=(0, 1), pad_edge=False, header_style="bold")
+    for header in HEADERS:
         table.add_column(header, justify="left" if header == "task type" else "right", no_wrap=True)
     for t in view.task_types if view else ():
-        failed = Text(str(t.failed), style="red" if t.failed else "")
+        failed = Text(str(t.failed), style="red" if t.failed else "", justify="right")
         times = [seconds(v) for v in (t.wait.p50, t.wait.p95, t.wait.p99, t.run.p50, t.run.p95, t.run.p99)]
         table.add_row(Text(clean(t.name)), str(t.done), failed, *times)
     return table
@@ -93,6 +102,9 @@ class TelemetryPanel(Vertical):
             yield LatencyChart("run", id="run-histogram")
 
     def show(self, view: TelemetryView | None, error: str | None) -> None:
+        """With no task types reporting, only the one-line summary shows: empty axes would read as zero."""
+        reporting = view is not None and bool(view.task_types)
+        self.set_class(not reporting, "idle")
         self.query_one("#telemetry-summary", Static).update(summary_text(view, error))
         self.query_one("#telemetry-table", Static).update(percentiles_table(view))
         for histogram in self.query(LatencyChart):
