@@ -1,7 +1,7 @@
 """Moving 20,000 persistent messages A -> B four ways, in one run, on the local RabbitMQ.
 
 1. ``tqadmin move A B --filter ...`` matching everything: the client path (windowed confirms, batched acks).
-2. ``tqadmin replay A --to B`` without a filter: delegated to a dynamic shovel.
+2. ``tqadmin replay A --to B --server-side``, no filter: delegated to a dynamic shovel (opt-in for replay).
 3. A dynamic shovel (ack-mode on-confirm) created directly through the management API: the broker's own speed.
 4. A plain pika loop: basic_get, publish with a confirm, ack; one message at a time.
 
@@ -44,12 +44,17 @@ def fill(channel: pika.adapters.blocking_connection.BlockingChannel, queue: str,
         time.sleep(0.05)
 
 
-def tqadmin(*argv: str) -> None:
-    """The command as a user runs it, in this process: interpreter start-up is not the move's cost."""
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+def tqadmin(*argv: str, path: str) -> None:
+    """The command as a user runs it, in this process: interpreter start-up is not the move's cost. ``path``
+    (``client-side`` or ``server-side``) is checked against the report, so a run that silently took the
+    other path is not measured under the wrong label."""
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
         code = tqadmin_main([*argv, "--json"])
     if code != 0:
         raise SystemExit(f"tqadmin {' '.join(argv)} failed: {err.getvalue().strip()}")
+    detail = str(json.loads(out.getvalue()).get("detail", ""))
+    if not detail.startswith(path):
+        raise SystemExit(f"tqadmin {' '.join(argv)} did not take the {path} path: {detail}")
 
 
 def direct_shovel(source: str, target: str, count: int) -> None:
@@ -97,9 +102,14 @@ def main() -> None:
     runs: list[tuple[str, Callable[[str, str], None]]] = [
         (
             "tqadmin move --filter (client path)",
-            lambda s, t: tqadmin("move", s, t, "--filter", "task_type=bench"),
+            lambda s, t: tqadmin("move", s, t, "--filter", "task_type=bench", path="client-side"),
         ),
-        ("tqadmin replay --to, no filter (shovel path)", lambda s, t: tqadmin("replay", s, "--to", t)),
+        (
+            # replay's shovel path is opt-in (a shovel cannot add to x-tq-replays): without --server-side
+            # this would measure the client path.
+            "tqadmin replay --to, no filter (shovel path)",
+            lambda s, t: tqadmin("replay", s, "--to", t, "--server-side", path="server-side"),
+        ),
         ("RabbitMQ dynamic shovel, on-confirm (direct)", lambda s, t: direct_shovel(s, t, n)),
         ("pika get/publish+confirm/ack, one at a time", confirm_each),
     ]
