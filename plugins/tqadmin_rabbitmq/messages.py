@@ -1,12 +1,13 @@
 """The message side of the RabbitMQ admin face, over AMQP: peek, safe transfers, purge, server-side move.
 
 A mixin, so that :class:`~tqadmin_rabbitmq.admin.RabbitMQAdmin` (figures from the management API) and these
-operations live in separate modules; it needs only the admin's ``config`` and ``capabilities``.
+operations live in separate modules; it needs the admin's ``config``, ``capabilities``, ``vhost`` and ``api``
+(the management API client, which the shovel shares: one keep-alive connection per run).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pika
 
@@ -17,6 +18,9 @@ from tqadmin.plugin.models import ActionReport, PeekResult
 from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
 from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
+
+if TYPE_CHECKING:
+    from tqadmin_rabbitmq.management import ManagementClient
 
 DELIVERY_COUNT = "x-delivery-count"  # only quorum queues add it
 QUORUM_PEEK_COST = (
@@ -30,6 +34,11 @@ class AmqpMessages:
 
     config: BrokerConfig
     capabilities: ClassVar[Capabilities]
+    vhost: str
+    if TYPE_CHECKING:
+
+        @property
+        def api(self) -> ManagementClient: ...
 
     def peek(self, queue: str, count: int) -> PeekResult:
         """``basic.get`` up to ``count`` messages unacked, then requeue them all at once."""
@@ -67,7 +76,7 @@ class AmqpMessages:
     def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
         """A dynamic shovel moving the count at start (or ``limit``); ``None`` when the plugin is off."""
         connection = connect(self.config.url, self.config.timeout_s)
-        shovel = Shovel(self.config.url, self.config.management_url, source, target, self.config.timeout_s)
+        shovel = Shovel(self.api, self.vhost, source, target)
         try:
             depth = _queue_depth(connection, self.config.url, source)
             _queue_depth(connection, self.config.url, target)  # the target must exist, as on the client path
@@ -89,7 +98,6 @@ class AmqpMessages:
             # A shovel also counts copies the target refused (a full queue nacks them back to the source).
             short = max(0, _queue_depth(connection, self.config.url, source) - (depth - count))
         finally:
-            shovel.close()
             close_quietly(connection)
         moved = max(0, count - short)
         not_done = (

@@ -16,8 +16,11 @@ from typing import Any
 
 from tqadmin.errors import BrokerError, TqadminError
 from tqadmin_rabbitmq.management import ManagementClient, path_of
-from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
 
+# The shovel removes itself when done; its parameter is looked up first after _FIRST_POLL_S, then at
+# intervals doubling up to _POLL_S, so a small move is not held up by a whole interval and a long one costs
+# the broker at most 1 / _POLL_S cheap lookups a second.
+_FIRST_POLL_S = 0.005
 _POLL_S = 0.05
 _LOOK_EVERY_S = 1.0
 _STALL_FACTOR = 3  # give up after this many --timeout periods without progress
@@ -32,19 +35,17 @@ class _Missing(BrokerError):
 
 
 class Shovel:
-    """One dynamic shovel from ``source`` to ``target`` in the broker URL's vhost."""
+    """One dynamic shovel from ``source`` to ``target`` in ``vhost``, managed through the admin's own
+    management API client (one keep-alive connection for the whole run)."""
 
-    def __init__(self, amqp_url: str, management_url: str | None, source: str, target: str, timeout_s: float):
-        self._vhost = vhost_of(amqp_url)
-        self._api = ManagementClient(management_endpoint(amqp_url, management_url), timeout_s)
-        self._timeout_s = timeout_s
+    def __init__(self, api: ManagementClient, vhost: str, source: str, target: str):
+        self._vhost = vhost
+        self._api = api
+        self._timeout_s = api.timeout_s
         self.source = source
         self.target = target
         self.name = f"tqadmin-move-{source}-to-{target}"
         self._path = path_of("api", "parameters", "shovel", self._vhost, self.name)
-
-    def close(self) -> None:
-        self._api.close()
 
     def exists(self) -> bool:
         try:
@@ -81,8 +82,10 @@ class Shovel:
         to detect a stall; the cheap existence check runs every poll."""
         last = remaining()
         last_change = last_look = time.monotonic()
+        pause = _FIRST_POLL_S
         while self.exists():
-            time.sleep(_POLL_S)
+            time.sleep(pause)
+            pause = min(2 * pause, _POLL_S)
             if time.monotonic() - last_look < _LOOK_EVERY_S:
                 continue
             last_look = time.monotonic()
