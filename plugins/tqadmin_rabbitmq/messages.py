@@ -85,6 +85,9 @@ class AmqpMessages:
                 running = shovel.exists()
             except NotAuthorized:  # this user may not manage shovels (policymaker tag): the client can move
                 return None
+            if running and shovel.orphaned():  # an earlier run died before the broker started it
+                shovel.remove_orphan()
+                running = False
             if running:  # left running by an earlier, interrupted run: let it finish first
                 shovel.wait(lambda: _queue_depth(connection, self.config.url, source))
                 depth = _queue_depth(connection, self.config.url, source)

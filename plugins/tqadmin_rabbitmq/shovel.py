@@ -30,6 +30,9 @@ class ShovelUnavailable(Exception):
     """The shovel plugins are not enabled on this broker: the caller takes the client path."""
 
 
+_ORPHAN_GRACE_S = 3.0  # a shovel the broker is still starting shows up in /api/shovels well within this
+
+
 class _Missing(BrokerError):
     """A 404 from the management API for the shovel: it is gone (done) or was never there."""
 
@@ -100,6 +103,32 @@ class Shovel:
                     f" {_STALL_FACTOR * self._timeout_s:g} s (state: {state}) and was removed; nothing"
                     " unconfirmed was acked; check the broker's shovel status, or rerun with --client-side"
                 )
+
+    def orphaned(self) -> bool:
+        """Whether the parameter exists but the broker runs no shovel for it, for a grace period.
+
+        An earlier run killed while the broker was still starting its shovel can leave exactly that: the
+        parameter stored, no shovel behind it. Waiting on it would only end in a stall.
+        """
+        deadline = time.monotonic() + _ORPHAN_GRACE_S
+        while time.monotonic() < deadline:
+            if self._state() != "unknown" or not self.exists():
+                return False
+            time.sleep(_POLL_S)
+        return True
+
+    def remove_orphan(self) -> None:
+        """Delete an orphaned parameter. RabbitMQ 3.10 answers 500 when no shovel runs for it; what counts
+        is whether the parameter is gone afterwards."""
+        try:
+            self._delete()
+        except BrokerError:
+            if self.exists():
+                raise BrokerError(
+                    f"an earlier run left the shovel parameter {self.name} with no shovel running, and the"
+                    f" broker would not delete it: run `rabbitmqctl clear_parameter shovel {self.name}`"
+                    " or rerun with --client-side; nothing was acked"
+                ) from None
 
     def _delete(self) -> None:
         with contextlib.suppress(_Missing):
