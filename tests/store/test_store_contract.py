@@ -154,3 +154,16 @@ def test_batches_behave_like_one_call_per_job_in_order(store: StateStore) -> Non
     assert store.complete_many([claims[0], done_before]) == [True, False]
     assert store.done_among(["b-new", "b-done", "b-held"]) == {"b-new", "b-done"}
     assert store.claim_many([], "worker-b", 30) == []
+
+
+def test_completing_and_claiming_together_marks_the_finished_jobs_then_claims_the_next(
+    store: StateStore,
+) -> None:
+    ran = store.claim("c-ran", "worker-a", 30)
+    superseded = store.claim("c-stale", "worker-a", 30)
+    store.release(superseded)
+    done, claims = store.complete_and_claim([ran, superseded], ["c-next", "c-ran"], "worker-a", 30)
+    assert done == [True, False]
+    assert [c.state for c in claims] == [ClaimState.CLAIMED, ClaimState.DONE]  # marked before the claims
+    assert store.done_among(["c-ran", "c-stale", "c-next"]) == {"c-ran"}
+    assert store.complete_and_claim([], [], "worker-a", 30) == ([], [])

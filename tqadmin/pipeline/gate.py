@@ -11,6 +11,7 @@ redelivered innocent if it kills the process.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 
 class SoloGate:
@@ -21,17 +22,26 @@ class SoloGate:
         self._shared = 0
         self._solo = False
         self._solo_waiting = 0
+        self._blocked = 0  # threads waiting in enter: only then does leave need to wake anyone
 
     def enter(self, *, solo: bool) -> None:
         with self._changed:
             if not solo:
-                self._changed.wait_for(lambda: not self._solo and not self._solo_waiting)
+                if self._solo or self._solo_waiting:
+                    self._wait_until(lambda: not self._solo and not self._solo_waiting)
                 self._shared += 1
                 return
             self._solo_waiting += 1
-            self._changed.wait_for(lambda: not self._solo and not self._shared)
+            self._wait_until(lambda: not self._solo and not self._shared)
             self._solo_waiting -= 1
             self._solo = True
+
+    def _wait_until(self, ready: Callable[[], bool]) -> None:
+        self._blocked += 1
+        try:
+            self._changed.wait_for(ready)
+        finally:
+            self._blocked -= 1
 
     def leave(self, *, solo: bool) -> None:
         with self._changed:
@@ -39,4 +49,5 @@ class SoloGate:
                 self._solo = False
             else:
                 self._shared -= 1
-            self._changed.notify_all()
+            if self._blocked:
+                self._changed.notify_all()

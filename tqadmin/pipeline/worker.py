@@ -23,8 +23,9 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tqadmin.errors import TqadminError
 from tqadmin.masking import mask_text
@@ -37,13 +38,19 @@ from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSp
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.plugin.models import HEADER_FIRST_SEEN
 from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound
-from tqadmin.store.base import Claim, ClaimState, StateStore
+from tqadmin.store.base import Claim, ClaimState, Effect, StateStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 log = logging.getLogger("tqadmin.worker")
 
 MALFORMED = "(malformed)"
+_ABANDONED = object()
+_StoreCall = tuple[Claim | None, str | None]
+"""A completion mark to send (the claim of a finished run) and a job id to claim, either optional."""
+_StoreAnswer = tuple[bool | None, Claim | None]
+_Outcome = Any
+"""What handling a delivery left: None (settled), ``_ABANDONED``, or a ``_Run`` whose mark is to be sent."""
 STORE_RETRY_S = 1.0
 STORE_WARN_EVERY_S = 10.0
 
@@ -73,6 +80,7 @@ class _Run:
     claim: Claim | None
     attempt: int
     started: float = field(default_factory=time.monotonic)
+    run_s: float = 0.0
     abandoned: bool = False
     solo: bool | None = None  # how it holds the SoloGate: alone (True), beside others (False), not (None)
 
@@ -108,11 +116,9 @@ class Worker:
         self._gate = SoloGate()
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
-        if store is not None:  # group commit: concurrent job threads share store round trips
-            self._claims = Coalescer[str, Claim](
-                lambda ids: store.claim_many(ids, self.worker_id, settings.lease_s)
-            )
-            self._completions = Coalescer[Claim, bool](store.complete_many)
+        # group commit: concurrent job threads share store round trips; a call carries a job's claim, the
+        # completion mark of the job its thread ran before, or both
+        self._store_calls = Coalescer[_StoreCall, _StoreAnswer](self._store_batch)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -190,59 +196,93 @@ class Worker:
     def _runner(self) -> None:
         consumer = self._consumer
         assert consumer is not None
+        finished: _Run | None = None  # ran fine; its completion mark goes out with the next claim
         while True:
-            message = self._inbox.get()
-            if message is None:
-                return
-            if self._stopping.is_set():
-                consumer.release([message])
-                continue
-            if not consumer.alive(message):
-                continue  # its channel died: the broker has already put it back
-            try:
-                abandoned = self._handle(consumer, message)
-            except Exception as exc:  # the store failed (or a bug): give the delivery back, try again soon
-                if self._store_trouble.allow():
-                    more = self._store_trouble.suppressed
-                    log.warning(
-                        "could not handle a delivery: %s%s",
-                        mask_text(f"{type(exc).__name__}: {exc}"),
-                        f" ({more} more since the last such warning)" if more else "",
-                    )
-                with self._lock:
-                    run = self._running.pop(threading.get_ident(), None)
-                    if run is not None and not run.abandoned:
-                        self._leave_gate(run)
-                abandoned = run is not None and run.abandoned
-                if not abandoned:
+            if finished is not None:
+                message = self._waiting(consumer)
+                if message is None:  # no claim to share a round trip with: mark it done on its own now
+                    finished, done = None, finished
+                    self._guarded(consumer, None, self._complete_alone, done)
+                    continue
+            else:
+                message = self._inbox.get()
+                if message is None:
+                    return
+                if self._stopping.is_set():
                     consumer.release([message])
-                    self._stopping.wait(STORE_RETRY_S)
-            if abandoned:
+                    continue
+                if not consumer.alive(message):
+                    continue  # its channel died: the broker has already put it back
+            pending, finished = finished, None
+            outcome = self._guarded(consumer, message, self._handle, message, pending)
+            if outcome is _ABANDONED:
                 return  # timed out: a replacement thread has taken this one's place
+            if isinstance(outcome, _Run):
+                finished = outcome
 
-    def _handle(self, consumer: Consumer, message: Inbound) -> bool:
-        """Settle one delivery; ``True`` when its run was abandoned (timed out) and this thread must end."""
+    def _waiting(self, consumer: Consumer) -> Inbound | None:
+        """A delivery already waiting that can be handled now, or None (then left for the next turn)."""
+        try:
+            message = self._inbox.get_nowait()
+        except queue.Empty:
+            return None
+        if message is None or self._stopping.is_set() or not consumer.alive(message):
+            self._inbox.put(message)
+            return None
+        return message
+
+    def _guarded(
+        self, consumer: Consumer, message: Inbound | None, step: Callable[..., _Outcome], *args: Any
+    ) -> _Outcome:
+        """``step(consumer, *args)``; when the store fails (or a bug), give ``message`` back and pause."""
+        try:
+            return step(consumer, *args)
+        except Exception as exc:
+            if self._store_trouble.allow():
+                more = self._store_trouble.suppressed
+                log.warning(
+                    "could not handle a delivery: %s%s",
+                    mask_text(f"{type(exc).__name__}: {exc}"),
+                    f" ({more} more since the last such warning)" if more else "",
+                )
+            with self._lock:
+                run = self._running.pop(threading.get_ident(), None)
+                if run is not None and not run.abandoned:
+                    self._leave_gate(run)
+            if run is not None and run.abandoned:
+                return _ABANDONED
+            if message is not None:
+                consumer.release([message])
+            self._stopping.wait(STORE_RETRY_S)
+            return None
+
+    def _handle(self, consumer: Consumer, message: Inbound, finished: _Run | None) -> _Outcome:
+        """Settle one delivery, and ``finished`` (marking it done in the same round trip as this delivery's
+        claim when it can; settled whatever happens). Returns ``_ABANDONED`` when the run timed out (this
+        thread must end), or a run that finished fine and whose completion mark is still to be sent."""
         try:
             job = decode_job(message.body, max_bytes=self.settings.max_payload_bytes)
         except MalformedJob as exc:
+            self._complete_alone(consumer, finished)
             self._dead_letter(consumer, message, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
-            return False
+            return None
         spec = self.registry.get(job.task_type)
         if spec is None:
+            self._complete_alone(consumer, finished)
             known = ", ".join(self.registry.names())
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
             self._dead_letter(consumer, message, "unknown_task", error, job.retry_count, job.task_type)
-            return False
+            return None
         if not self.settings.dedup or self.store is None:
             run = _Run(message, job, spec, None, job.retry_count + 1)
             with self._lock:
                 self._running[threading.get_ident()] = run
             return self._execute(consumer, run)
-        claim, solo = self._claim(job.id)
+        claim, solo = self._claim(consumer, job.id, finished)
         started = False
         try:
             if self._settled_unrun(consumer, message, job, claim):
-                return False
+                return None
             run = _Run(message, job, spec, claim, job.retry_count + 1, solo=solo)
             with self._lock:
                 self._running[threading.get_ident()] = run
@@ -252,8 +292,9 @@ class Worker:
                 self._gate.leave(solo=solo)
         return self._execute(consumer, run)
 
-    def _claim(self, job_id: str) -> tuple[Claim, bool]:
+    def _claim(self, consumer: Consumer, job_id: str, finished: _Run | None) -> tuple[Claim, bool]:
         """Claim the job holding the :class:`SoloGate`, alone when it is a suspect; returns how it is held.
+        The claim carries ``finished``'s completion mark, settled (acked) as soon as the answer is back.
 
         A suspect (a crash on record, not yet quarantined) first gives its claim back, so it holds none while
         it waits for the others to finish, then claims again once alone (no crash is counted for either)."""
@@ -261,18 +302,56 @@ class Worker:
         solo = False
         self._gate.enter(solo=solo)
         try:
-            claim = self._claims.call(job_id)
+            claim = self._claim_settling(consumer, job_id, finished)
             suspect = claim.crashes and self.settings.policy.before_run(claim.crashes) is None
             if claim.state is ClaimState.CLAIMED and suspect:
                 self.store.release(claim)
                 self._gate.leave(solo=solo)
                 solo = True
                 self._gate.enter(solo=solo)
-                claim = self._claims.call(job_id)
+                claim = self._claim_settling(consumer, job_id, None)
         except BaseException:
             self._gate.leave(solo=solo)
             raise
         return claim, solo
+
+    def _claim_settling(self, consumer: Consumer, job_id: str, finished: _Run | None) -> Claim:
+        mark = None if finished is None else finished.claim
+        try:
+            done, claim = self._store_calls.call((mark, job_id))
+        except Exception as exc:
+            if finished is not None:
+                self._settle_commit(consumer, finished, exc)
+            raise
+        if finished is not None:
+            self._settle_commit(consumer, finished, done)
+        assert claim is not None
+        return claim
+
+    def _complete_alone(self, consumer: Consumer, finished: _Run | None) -> None:
+        """Send ``finished``'s completion mark in a round trip of its own, and settle it."""
+        if finished is None:
+            return
+        try:
+            done, _ = self._store_calls.call((finished.claim, None))
+        except Exception as exc:
+            self._settle_commit(consumer, finished, exc)
+            raise
+        self._settle_commit(consumer, finished, done)
+
+    def _store_batch(self, calls: Sequence[_StoreCall]) -> list[_StoreAnswer]:
+        assert self.store is not None
+        marks = [mark for mark, _ in calls if mark is not None]
+        job_ids = [job_id for _, job_id in calls if job_id is not None]
+        done, claims = self.store.complete_and_claim(marks, job_ids, self.worker_id, self.settings.lease_s)
+        next_done, next_claim = iter(done), iter(claims)
+        return [
+            (
+                None if mark is None else next(next_done),
+                None if job_id is None else next(next_claim),
+            )
+            for mark, job_id in calls
+        ]
 
     def _settled_unrun(self, consumer: Consumer, message: Inbound, job: Job, claim: Claim) -> bool:
         """Settle a delivery that must not run (done, held elsewhere, crash-looping); ``False`` to run it."""
@@ -295,7 +374,7 @@ class Worker:
             return True
         return False
 
-    def _execute(self, consumer: Consumer, run: _Run) -> bool:
+    def _execute(self, consumer: Consumer, run: _Run) -> _Outcome:
         q, job = self.settings.queue, run.job
         ctx = TaskContext(job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), q)
         wait_s = time.time() - run.message.published_at if run.message.published_at else 0.0
@@ -307,23 +386,42 @@ class Worker:
             failure = (Failure.FATAL, exc)
         except (Exception, SystemExit) as exc:  # sys.exit() in a task must not end its job thread silently
             failure = (Failure.TRANSIENT, exc)
-        run_s = time.monotonic() - run.started
+        run.run_s = time.monotonic() - run.started
         with self._lock:
             if run.abandoned:  # timed out: the monitor already settled it and released the claim
-                return True
+                return _ABANDONED
             del self._running[threading.get_ident()]
             self._leave_gate(run)
         if failure is None:
+            effect = ctx.combined_effect()
+            if effect is None and run.claim is not None:
+                return run  # its completion mark rides with the thread's next claim
             try:
-                failure = self._commit(run, ctx)
+                failure = self._commit(run, effect)
             except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
                 failure = (Failure.TRANSIENT, exc)
-        self.telemetry.finished(q, job.task_type, run_s, ok=failure is None)
+        self._settle(consumer, run, failure)
+        return None
+
+    def _settle_commit(self, consumer: Consumer, run: _Run, done: bool | Exception | None) -> None:
+        """Settle a run whose completion mark went out with a claim: ``done`` is the store's answer, or what
+        the round trip raised (a failed run, as when a commit fails)."""
+        if isinstance(done, Exception):
+            try:
+                self._settle(consumer, run, (Failure.TRANSIENT, done))
+            except Exception:  # the store is gone: give the delivery back (the caller reports why)
+                consumer.release([run.message])
+            return
+        if not done:
+            self._superseded(run)
+        self._settle(consumer, run, None)
+
+    def _settle(self, consumer: Consumer, run: _Run, failure: tuple[Failure, BaseException] | None) -> None:
+        self.telemetry.finished(self.settings.queue, run.job.task_type, run.run_s, ok=failure is None)
         if failure is None:
             consumer.ack(run.message)
         else:
             self._after_failure(consumer, run, *failure)
-        return False
 
     def _leave_gate(self, run: _Run) -> None:
         """Let the next job in once ``run`` is over (finished or abandoned); called with ``_lock`` held."""
@@ -331,19 +429,21 @@ class Worker:
             self._gate.leave(solo=run.solo)
             run.solo = None
 
-    def _commit(self, run: _Run, ctx: TaskContext) -> tuple[Failure, BaseException] | None:
-        effect = ctx.combined_effect()
+    def _commit(self, run: _Run, effect: Effect | None) -> tuple[Failure, BaseException] | None:
         if run.claim is None:
             if effect is None:
                 return None
             return Failure.FATAL, RuntimeError("ctx.once needs the completion store: run without --no-dedup")
         assert self.store is not None
-        done = self._completions.call(run.claim) if effect is None else self.store.complete(run.claim, effect)
-        if not done:
-            # Our claim was superseded (the lease ran out and another delivery took the job): that run
-            # commits, ours must not; ack this copy, the other one carries the job.
-            log.warning("job %s: claim superseded, effect not committed by this run", run.job.id)
+        if not self.store.complete(run.claim, effect):
+            self._superseded(run)
         return None
+
+    @staticmethod
+    def _superseded(run: _Run) -> None:
+        # Our claim was superseded (the lease ran out and another delivery took the job): that run commits,
+        # ours must not; ack this copy, the other one carries the job.
+        log.warning("job %s: claim superseded, effect not committed by this run", run.job.id)
 
     def _after_failure(self, consumer: Consumer, run: _Run, kind: Failure, exc: BaseException) -> None:
         q, job = self.settings.queue, run.job

@@ -83,6 +83,13 @@ class CompletionStore(ABC):
         """Complete claims that carry no effect (effects need their own transaction: use ``complete``)."""
         return [self.complete(claim) for claim in claims]
 
+    def complete_and_claim(
+        self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
+    ) -> tuple[list[bool], list[Claim]]:
+        """``complete_many(claims)`` then ``claim_many(job_ids, ...)``: a worker marks the jobs it just ran
+        done and claims the ones it is about to run in one round trip (Redis pipelines both)."""
+        return self.complete_many(claims), self.claim_many(job_ids, owner, lease_s)
+
     @abstractmethod
     def close(self) -> None:
         """Close connections."""

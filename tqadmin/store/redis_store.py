@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import redis
 
 _DONE_AMONG_CHUNK = 1000
+_Call = tuple[Script, Sequence[str], Sequence[Any]]
 
 
 class RedisStore(StateStore):
@@ -88,9 +89,18 @@ class RedisStore(StateStore):
         return self.claim_many([job_id], owner, lease_s)[0]
 
     def claim_many(self, job_ids: Sequence[str], owner: str, lease_s: float) -> list[Claim]:
-        args = (owner, _ms(lease_s), self._retention_s)
-        replies = self._eval(redis_scripts.CLAIM, [((job_key(self.prefix, j),), args) for j in job_ids])
-        return [
+        return self.complete_and_claim((), job_ids, owner, lease_s)[1]
+
+    def complete_and_claim(
+        self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
+    ) -> tuple[list[bool], list[Claim]]:
+        claim_args = (owner, _ms(lease_s), self._retention_s)
+        replies = self._eval(
+            [self._completion(c) for c in claims]
+            + [(redis_scripts.CLAIM, (job_key(self.prefix, j),), claim_args) for j in job_ids]
+        )
+        marks = [bool(reply) for reply in replies[: len(claims)]]
+        return marks, [
             Claim(
                 job_id=job_id,
                 state=ClaimState(_text(state)),
@@ -99,7 +109,9 @@ class RedisStore(StateStore):
                 crashes=int(crashes),
                 retry_after_s=int(remaining_ms) / 1000,
             )
-            for job_id, (state, holder, token, crashes, remaining_ms) in zip(job_ids, replies, strict=True)
+            for job_id, (state, holder, token, crashes, remaining_ms) in zip(
+                job_ids, replies[len(claims) :], strict=True
+            )
         ]
 
     def renew(self, claim: Claim, lease_s: float) -> bool:
@@ -108,20 +120,25 @@ class RedisStore(StateStore):
     def renew_many(self, claims: Sequence[Claim], lease_s: float) -> list[bool]:
         lease_ms = _ms(lease_s)
         replies = self._eval(
-            redis_scripts.RENEW,
-            [((job_key(self.prefix, c.job_id),), (c.token, lease_ms, self._retention_s)) for c in claims],
+            [
+                (
+                    redis_scripts.RENEW,
+                    (job_key(self.prefix, c.job_id),),
+                    (c.token, lease_ms, self._retention_s),
+                )
+                for c in claims
+            ]
         )
         return [bool(reply) for reply in replies]
 
     def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
-        replies = self._eval(
-            redis_scripts.COMPLETE,
-            [((job_key(self.prefix, c.job_id),), (c.token, self._retention_s)) for c in claims],
-        )
-        return [bool(reply) for reply in replies]
+        return [bool(reply) for reply in self._eval([self._completion(c) for c in claims])]
 
-    def _eval(self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]) -> list[Any]:
-        """Run ``script`` once per (keys, args), in one round trip, by SHA.
+    def _completion(self, claim: Claim) -> _Call:
+        return redis_scripts.COMPLETE, (job_key(self.prefix, claim.job_id),), (claim.token, self._retention_s)
+
+    def _eval(self, calls: Sequence[_Call]) -> list[Any]:
+        """Run each (script, keys, args), in one round trip, by SHA.
 
         redis-py's own Script objects check ``SCRIPT EXISTS`` before every pipeline, which doubles the round
         trips; here the script is loaded only when Redis answers NOSCRIPT (first use, a restart, a flush).
@@ -134,7 +151,7 @@ class RedisStore(StateStore):
         with _translated(self.url):
             for _ in range(2):
                 if len(pending) == 1:
-                    keys, args = calls[pending[0]]
+                    script, keys, args = calls[pending[0]]
                     try:
                         replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
                         return replies
@@ -143,7 +160,7 @@ class RedisStore(StateStore):
                         continue
                 pipe = client.pipeline(transaction=False)
                 for index in pending:
-                    keys, args = calls[index]
+                    script, keys, args = calls[index]
                     pipe.evalsha(script.sha, len(keys), *keys, *args)
                 for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
                     replies[index] = reply
@@ -154,7 +171,8 @@ class RedisStore(StateStore):
                     raise failed
                 if not pending:
                     return replies
-                client.script_load(script.source)
+                for source in {calls[i][0].source for i in pending}:
+                    client.script_load(source)
             raise BadResponse(
                 f"state store {mask_url(self.url)} keeps forgetting its scripts (SCRIPT FLUSH?)"
             )
@@ -199,7 +217,7 @@ class RedisStore(StateStore):
     def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
         key = job_key(self.prefix, claim.job_id)
         [released] = self._eval(
-            redis_scripts.RELEASE, [((key,), (claim.token, "1" if forget_crashes else "0"))]
+            [(redis_scripts.RELEASE, (key,), (claim.token, "1" if forget_crashes else "0"))]
         )
         return bool(released)
 
@@ -229,7 +247,7 @@ class RedisStore(StateStore):
             history_keep_ms,
             self._dead_retention_ms,
         )
-        self._eval(redis_scripts.BEAT, [(keys, args)])
+        self._eval([(redis_scripts.BEAT, keys, args)])
 
     def workers(self) -> list[WorkerRecord]:
         latest, seen, ttl = heartbeat_keys(self.prefix)
