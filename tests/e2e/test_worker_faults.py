@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pytest
 from amqp_proxy import AmqpProxy
-from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
 from tqadmin.store.factory import open_store
 
@@ -220,7 +220,7 @@ def test_a_task_calling_sys_exit_is_a_failed_run_and_its_job_thread_goes_on(pipe
 
 def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(pipeline: Pipeline) -> None:
     pipeline.publish([{"task_type": "fatal", "id": "held"}])
-    store = open_store(REDIS_URL)
+    store = open_store(pipeline.store_url)
     try:
         store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
     finally:

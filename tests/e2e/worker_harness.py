@@ -23,7 +23,7 @@ from rabbit_queues import AMQP_URL, delete_queues, depth, drain, queues_named
 
 from tqadmin.cli import main
 from tqadmin.store.factory import open_store
-from tqadmin.store.keys import DEFAULT_PREFIX, job_key
+from tqadmin.store.keys import job_key
 
 TASKS = str(Path(__file__).with_name("e2e_tasks.py"))
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -34,6 +34,9 @@ class Pipeline:
         self.queue = queue
         self.key = f"tqe:{queue}"
         self.id_prefix = f"{queue}-"  # job ids are unique per test: the store remembers done jobs
+        # the store's own keys (claims, heartbeats) under a prefix of this test's, so none outlive it
+        self.store_prefix = f"tqs-{queue}"
+        self.store_url = f"{REDIS_URL}?prefix={self.store_prefix}"
         self.logs = logs
         self.redis = redis.Redis.from_url(REDIS_URL, decode_responses=True)
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -53,7 +56,7 @@ class Pipeline:
         command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
         if broker:
             command += ["--broker", broker]
-        command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]
+        command += ["--store", self.store_url, "worker", "--queue", self.queue, "--tasks", tasks, *options]
         process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
         self.workers.append(process)
         return process
@@ -111,11 +114,11 @@ class Pipeline:
         return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
 
     def claimed(self, job_id: str) -> bool:
-        return bool(self.redis.exists(job_key(DEFAULT_PREFIX, self.id_prefix + job_id)))
+        return bool(self.redis.exists(job_key(self.store_prefix, self.id_prefix + job_id)))
 
     def current_jobs(self) -> set[str]:
         """Job ids the live workers of this queue report in their heartbeats."""
-        store = open_store(REDIS_URL)
+        store = open_store(self.store_url)
         try:
             return {
                 self.short(job_id)
@@ -148,7 +151,11 @@ class Pipeline:
     def cleanup(self) -> None:
         self.stop_all()
         delete_queues(self.queue)
-        keys = [*self.redis.scan_iter(f"{self.key}:*"), *self.redis.scan_iter(f"*{self.id_prefix}*")]
+        keys = [
+            *self.redis.scan_iter(f"{self.key}:*"),
+            *self.redis.scan_iter(f"*{self.id_prefix}*"),
+            *self.redis.scan_iter(f"*{self.store_prefix}*"),
+        ]
         if keys:
             self.redis.delete(*keys)
 
