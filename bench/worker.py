@@ -31,6 +31,7 @@ from tqadmin.pipeline.publisher import publish_jobs
 from tqadmin.plugin.base import BrokerConfig
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672/%2F"
+STORE_URL = "redis://127.0.0.1:6379/0"
 HERE = Path(__file__).parent
 APPS = HERE / "worker_apps"
 
@@ -57,6 +58,16 @@ class Broker:
         for tier in transport_tiers(self.created):
             self.channel.queue_delete(tier)
         self.connection.close()
+
+
+def delete_store_keys(prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(STORE_URL)
+    keys = list(client.scan_iter(f"*{prefix}*", count=1000))
+    for start in range(0, len(keys), 1000):
+        client.delete(*keys[start : start + 1000])
+    client.close()
 
 
 def transport_tiers(queues: list[str]) -> list[str]:
@@ -134,7 +145,9 @@ def main() -> None:
     tag = uuid.uuid4().hex[:8]
     broker = Broker()
     results: dict[str, float] = {}
-    tq = [sys.executable, "-m", "tqadmin.cli", "worker", "--tasks", "tq_tasks", "--prefetch", prefetch]
+    store = f"{STORE_URL}?prefix=bench-{tag}"  # the run's claims and heartbeats, deleted at the end
+    tq = [sys.executable, "-m", "tqadmin.cli", "--store", store, "worker", "--tasks", "tq_tasks"]
+    tq += ["--prefetch", prefetch]
     try:
         queue = f"bench_pub_{tag}"
         broker.created.append(queue)
@@ -199,6 +212,7 @@ def main() -> None:
         )
     finally:
         broker.delete_all()
+        delete_store_keys(f"bench-{tag}")
 
     print(f"\n{n} no-op jobs, RabbitMQ on 127.0.0.1, one run on a shared machine (figures are noisy)\n")
     width = max(map(len, results))
