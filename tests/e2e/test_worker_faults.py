@@ -117,8 +117,12 @@ def test_a_burst_of_signals_to_the_whole_process_group_still_ends_in_a_clean_exi
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.pid, signal.SIGTERM)
     # 0, or killed by a late SIGTERM after the supervisor restored the default handler: never a hang
-    assert worker.wait(timeout=30) in (0, -signal.SIGTERM)
-    assert pipeline.effects() == {"slow": 1}
+    code = worker.wait(timeout=30)
+    assert code in (0, -signal.SIGTERM)
+    if code == 0:
+        assert pipeline.effects() == {"slow": 1}
+    else:  # killed mid-job: nothing lost, the broker has the job back
+        assert pipeline.effects() == {} and pipeline.depth() == 1
 
 
 def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(
