@@ -96,6 +96,13 @@ def work_queue(harness: Harness, transport: BrokerTransport, bodies: list[bytes]
     return queue
 
 
+def ack_last_and_stop(harness: Harness, running: Running, delivery: Delivery, queue: str) -> None:
+    """Ack the last delivery and stop: nothing is left in the queue (what was not acked would be back)."""
+    assert running.consumer.ack(delivery) is True
+    running.stop()
+    assert harness.depth(queue) == 0
+
+
 def includes(headers: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
     """The broker may add headers of its own (RabbitMQ's ``x-death``): ours must all be there."""
     return {k: headers.get(k) for k in expected} == dict(expected)
@@ -112,9 +119,7 @@ def test_published_messages_are_consumed_byte_for_byte_and_gone_once_acked(
     assert worker.consumer.ack(raw) is True
     _, ours = worker.next()
     assert (ours.message.body, ours.message.id) == (BODY, "j1") and includes(ours.message.headers, {"h": "v"})
-    assert worker.consumer.ack(ours) is True
-    worker.stop()  # what was not acked would go back now
-    assert harness.depth(queue) == 0
+    ack_last_and_stop(harness, worker, ours, queue)
 
 
 def test_retry_later_brings_the_body_back_after_the_delay_within_the_declared_precision(
@@ -132,9 +137,7 @@ def test_retry_later_brings_the_body_back_after_the_delay_within_the_declared_pr
     assert back_at - settled <= DELAY_S + tolerance + LATE_S, "came back long after its delay"
     assert back.message.body == BODY
     assert includes(back.message.headers, {**HEADERS, HEADER_RETRY_COUNT: 1})
-    assert worker.consumer.ack(back) is True
-    worker.stop()
-    assert harness.depth(queue) == 0
+    ack_last_and_stop(harness, worker, back, queue)
 
 
 def test_dead_letter_keeps_the_body_byte_for_byte_and_the_headers_in_the_plugins_dlq(
@@ -161,9 +164,7 @@ def test_the_message_of_a_consumer_killed_mid_job_goes_to_another_consumer(
     dying.kill()
     _, again = heir.next(WAIT_S + LEASE_S)
     assert again.message.body == BODY and again.message.redelivered
-    assert heir.consumer.ack(again) is True
-    heir.stop()
-    assert harness.depth(queue) == 0
+    ack_last_and_stop(harness, heir, again, queue)
 
 
 def test_a_delivery_whose_lease_passed_to_another_consumer_cannot_be_settled(
@@ -184,9 +185,7 @@ def test_a_delivery_whose_lease_passed_to_another_consumer_cannot_be_settled(
     assert slow.consumer.ack(stale) is False
     assert slow.consumer.retry_later(stale, 0, {HEADER_RETRY_COUNT: 1}) is False
     assert slow.consumer.dead_letter(stale, {HEADER_REASON: "late"}) is False
-    assert heir.consumer.ack(fresh) is True
-    heir.stop()
-    assert harness.depth(queue) == 0
+    ack_last_and_stop(harness, heir, fresh, queue)
     assert harness.drain(harness.plugin().dlq_name(queue)) == []
 
 
@@ -199,10 +198,8 @@ def test_extend_keeps_a_leased_delivery_from_going_to_another_consumer_past_its_
     holder = start(consumers, harness, queue)
     _, delivery = holder.next()
     other = start(consumers, harness, queue)
-    for _ in range(round(3 * LEASE_S / (LEASE_S / 5))):  # three leases long, renewed five times a lease
+    for _ in range(15):  # three leases long, renewed five times a lease
         assert holder.consumer.extend([delivery], LEASE_S) == []
         assert other.nothing_within(LEASE_S / 5)
-    assert holder.consumer.ack(delivery) is True
-    holder.stop()
     other.stop()
-    assert harness.depth(queue) == 0
+    ack_last_and_stop(harness, holder, delivery, queue)
