@@ -95,10 +95,6 @@ class MemoryBroker:
         with self._changed:
             return sorted(self._queues)
 
-    def delete(self, queue: str) -> None:
-        with self._changed:
-            self._queues.pop(queue, None)
-
     def figures(self, queue: str) -> Figures:
         with self._changed:
             now = self.clock()
