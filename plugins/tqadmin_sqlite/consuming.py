@@ -236,19 +236,26 @@ class SQLiteConsumer(Consumer):
                 self._cond.notify()
 
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
-        by_token = {id(d.token): d for d in deliveries if isinstance(d.token, Token) and not d.token.settled}
-        tokens = [d.token for d in by_token.values() if isinstance(d.token, Token)]
-        if not tokens:
-            return []
-        started = time.monotonic()
-        with self.broker.write() as tx:
-            lost = rows.extend(tx, tokens, round(lease_s * 1000))
-        for token in tokens:
-            if token not in lost:
-                token.until = max(token.until, started + lease_s)
-        gone = [by_token[id(t)] for t in lost]
+        """Renew the leases still held; returns the deliveries this consumer no longer holds (settled, or
+        whose lease ended or passed to another consumer)."""
+        now = time.monotonic()
+        held = [
+            d
+            for d in deliveries
+            if isinstance(d.token, Token) and not d.token.settled and now < d.token.until
+        ]
+        gone = [d for d in deliveries if d not in held]
+        if held:
+            tokens = [d.token for d in held if isinstance(d.token, Token)]
+            with self.broker.write() as tx:
+                lost = rows.extend(tx, tokens, round(lease_s * 1000))
+            for delivery, token in zip(held, tokens, strict=True):
+                if token in lost:
+                    gone.append(delivery)
+                else:
+                    token.until = max(token.until, now + lease_s)
         for delivery in gone:
-            self._take(delivery)
+            self._take(delivery)  # frees its slot in the window if it still had one
         return gone
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
