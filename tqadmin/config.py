@@ -27,7 +27,6 @@ DEFAULT_CONFIG_PATH = Path("~/.config/tqadmin/config.toml")
 DEFAULT_AUDIT_LOG = Path("~/.local/state/tqadmin/audit.jsonl")
 
 
-
 def embedded_url(environ: Mapping[str, str] | None = None) -> str:
     """The default broker and state store when nothing is configured: one SQLite file,
     ``$XDG_STATE_HOME/tqadmin/tqadmin.db`` (``~/.local/state/tqadmin/tqadmin.db`` without it)."""
