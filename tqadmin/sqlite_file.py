@@ -14,6 +14,10 @@ Why each setting:
   leaves the last committed state); a power loss or kernel crash may lose the last commits, never the file.
 - **one connection per thread and process**: a connection is never shared by two threads, nor used again in
   a forked child (the child opens its own).
+- **one writer at a time per process**: threads of one process (a worker's job threads, its consumer, its
+  store) queue for the file's write lock on an in-process lock first. SQLite's busy handler waits by
+  sleeping and polling, milliseconds at a time; a mutex hands the lock over at once. Processes still queue
+  on SQLite's own lock.
 - **no network filesystem**: WAL needs memory shared between the processes (the ``-shm`` file) and working
   POSIX locks, which NFS, SMB and FUSE mounts do not give; such a path is refused.
 """
@@ -39,6 +43,16 @@ NETWORK_FILESYSTEMS = frozenset(
 )
 NETWORK_FUSE = ("fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "fuse.s3fs", "fuse.rclone", "fuse.davfs")
 _BUSY_PAUSE_S = (0.001, 0.02)
+_writers: dict[str, threading.RLock] = {}  # real path of a database file -> its in-process writer lock
+_writers_lock = threading.Lock()
+
+
+def writer_lock(path: Path) -> threading.RLock:
+    """The lock every writer of ``path`` in this process takes around its transaction (re-entrant, so that a
+    transaction opened inside another on the same thread fails on SQLite's timeout instead of hanging)."""
+    key = os.path.realpath(path)
+    with _writers_lock:
+        return _writers.setdefault(key, threading.RLock())
 
 
 def path_of(url: str) -> Path:
@@ -98,6 +112,7 @@ class SQLiteFile:
         self._connections: list[tuple[int, sqlite3.Connection]] = []  # (pid that opened it, connection)
         self._lock = threading.Lock()
         self._check_place()
+        self._writer = writer_lock(path)
 
     @property
     def where(self) -> str:
@@ -157,7 +172,7 @@ class SQLiteFile:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding the write lock from its start; rolled back on any exception."""
-        with self.translated():
+        with self.translated(), self._writer:
             connection = self.connection()
             self._begin(connection)
             try:
