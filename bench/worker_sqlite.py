@@ -165,9 +165,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32, help="tqadmin job threads (Huey: at most 8)")
     parser.add_argument("--prefetch", type=int, default=256, help="tqadmin's prefetch window")
     args = parser.parse_args()
-    results = measure(args.jobs, args.concurrency, args.prefetch)
+    results = measure(args.jobs, args.concurrency, args.prefetch, args.rounds)
     print(
-        f"\n{args.jobs} no-op jobs, one SQLite file each, one run on a shared machine (figures are noisy)\n"
+        f"\n{args.jobs} no-op jobs, a fresh SQLite file per run, median of {args.rounds} runs in turn"
+        " on a shared machine (figures are noisy)\n"
     )
     width = max(len(label) for label, _ in results)
     for label, rate in results:
