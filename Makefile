@@ -31,5 +31,6 @@ test: setup services
 
 bench: setup services
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
+	$(BIN)/python bench/worker_sqlite.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
