@@ -32,6 +32,8 @@ HINTS = {
     "amqp": "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) "
     "or point --broker at a running one",
     "redis": "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --store at a running one",
+    "sqlite": "check that the SQLite file's directory exists and is writable, or point --broker and --store"
+    " at running servers",
     "management": "enable the management plugin (`rabbitmq-plugins enable rabbitmq_management`) "
     "or point --management-url at it",
 }
@@ -46,7 +48,10 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     _all_reachable(
         [
             (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
-            (admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker"),
+            (
+                admin.list_queues,
+                HINTS["management"] if scheme == "amqp" else HINTS.get(scheme, "start the broker"),
+            ),
         ]
     )
     transport = ctx.plugin().transport(ctx.broker_config())
