@@ -18,23 +18,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from worker import APPS, drain_rate, spawn  # the RabbitMQ benchmark's way to time a consumer draining a queue
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import plugin_for_url
 
-HERE = Path(__file__).parent
-APPS = HERE / "worker_apps"
 QUEUE = "bench"
 TQADMIN_WORKER = "tqadmin worker, dedup on (store on the same file)"
 TQADMIN_NO_DEDUP = "tqadmin worker, dedup off"
@@ -43,39 +41,16 @@ HUEY_NORMAL = "Huey SqliteHuey consumer, synchronous=NORMAL"
 PLAIN_LOOP = "plain SQLite claim + fenced delete loop"
 
 
-def count_rows(path: Path, sql: str) -> int:
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
-        return int(db.execute(sql).fetchone()[0])
+class RowCount:
+    """The depth of a queue as its own client counts it: rows left in the file (what ``drain_rate`` polls)."""
 
+    def __init__(self, path: Path, sql: str) -> None:
+        self.path = path
+        self.sql = sql
 
-def drain_rate(total: int, remaining: Callable[[], int], process: subprocess.Popen[bytes]) -> float:
-    """Jobs/s from the consumer's first take to the empty queue."""
-    try:
-        first_at, taken_at_first = None, 0
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            left = remaining()
-            now = time.perf_counter()
-            if first_at is None and left < total:
-                first_at, taken_at_first = now, total - left
-            if left == 0 and first_at is not None:
-                return (total - taken_at_first) / (now - first_at)
-            if process.poll() is not None:
-                raise SystemExit(f"the consumer exited with {process.returncode} before the queue drained")
-            time.sleep(0.02)
-        raise SystemExit("the queue did not drain")
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def spawn(*command: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    full_env = {**os.environ, "PYTHONPATH": str(APPS), **(env or {})}
-    return subprocess.Popen(command, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def depth(self, _queue: str) -> int:
+        with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
+            return int(db.execute(self.sql).fetchone()[0])
 
 
 def tqadmin_rate(path: Path, total: int, extra: list[str]) -> float:
@@ -95,23 +70,21 @@ def tqadmin_rate(path: Path, total: int, extra: list[str]) -> float:
         "--queue",
         QUEUE,
     ]
-    worker = spawn(*command, "--tasks", "tq_tasks", *extra)
-    sql = f"SELECT COUNT(*) FROM tqb_messages WHERE queue = '{QUEUE}'"
-    return drain_rate(total, lambda: count_rows(path, sql), worker)
+    rows = RowCount(path, f"SELECT COUNT(*) FROM tqb_messages WHERE queue = '{QUEUE}'")
+    return drain_rate(rows, QUEUE, total, spawn(*command, "--tasks", "tq_tasks", *extra))
 
 
 def huey_rate(path: Path, total: int, threads: int, sync: str) -> float:
     env = {"BENCH_HUEY_DB": str(path), "BENCH_HUEY_SYNC": sync}
-    filler = subprocess.run(
+    subprocess.run(
         [sys.executable, "-c", f"import huey_app\nfor _ in range({total}): huey_app.noop()"],
         env={**os.environ, "PYTHONPATH": str(APPS), **env},
         check=True,
     )
-    assert filler.returncode == 0
     consumer = spawn(
         sys.executable, "-m", "huey.bin.huey_consumer", "huey_app.huey", "-w", str(threads), env=env
     )
-    return drain_rate(total, lambda: count_rows(path, "SELECT COUNT(*) FROM task"), consumer)
+    return drain_rate(RowCount(path, "SELECT COUNT(*) FROM task"), QUEUE, total, consumer)
 
 
 def plain_loop_rate(path: Path, total: int) -> float:

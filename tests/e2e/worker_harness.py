@@ -181,6 +181,36 @@ class Pipeline:
                 pytest.fail(f"gave up waiting for {what} ({state}); worker logs:\n{self.log_text()}")
             time.sleep(0.2)
 
+    def chaos(
+        self, *, jobs: int, processes: int, kill_every_s: float, work_s: float, worker: tuple[str, ...]
+    ) -> str:
+        """``jobs`` counting jobs through ``processes`` workers while one of them (in turn) is SIGKILLed every
+        ``kill_every_s`` and replaced, until every effect is in; checks that none is lost and every effect
+        happened once, and returns a line saying how it went."""
+        ids = self.publish([{"task_type": "count", "id": f"c-{i}", "work_s": work_s} for i in range(jobs)])
+        workers = [self.start(*worker) for _ in range(processes)]
+        kills = 0
+        deadline = time.monotonic() + 80
+        while len(self.effects()) < jobs and time.monotonic() < deadline:
+            time.sleep(kill_every_s)
+            victim = kills % len(workers)
+            self.kill(workers[victim])
+            workers[victim] = self.start(*worker)
+            kills += 1
+        self.wait_for(lambda: len(self.effects()) == jobs, 60, "every job's effect")
+        self.wait_for(lambda: self.depth() == 0, 30, "the queue to drain")
+
+        effects, runs = self.effects(), self.runs()
+        assert set(effects) == set(ids)  # 0 lost
+        assert set(effects.values()) == {1}  # every effect committed exactly once
+        assert self.depth(f"{self.queue}.dlq") == 0
+        executions = sum(runs.values())
+        assert executions >= jobs and kills >= 3
+        return (
+            f"{jobs} jobs, {processes} workers, {kills} SIGKILLs, {executions} executions "
+            f"({executions - jobs} re-run after a kill), {sum(effects.values())} effects, 0 lost"
+        )
+
     def cleanup(self) -> None:
         self.stop_all()
         delete_queues(self.queue)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlite_kit import Kit, SteppedClock, wait_for
 
 from tqadmin.errors import Unroutable, UsageError
+from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import HEADER_REASON, HEADER_RETRY_COUNT, Message
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.plugin.transport import Consumer
 
 
 @pytest.fixture
@@ -84,41 +87,42 @@ def test_a_released_delivery_goes_back_to_its_place_at_the_head(kit: Kit) -> Non
         assert got[1].message.delivery_count == 2
 
 
-def test_a_zombies_ack_after_its_lease_expired_is_refused_and_the_new_holders_works(
-    kit: Kit, tmp_path: Path
-) -> None:
+@contextmanager
+def zombie_and_heir(kit: Kit, tmp_path: Path) -> Iterator[tuple[Consumer, Delivery, Consumer, Delivery]]:
+    """One job taken by a consumer that then stalls past its lease (its window full, it takes no more), and
+    taken again by another consumer of the file: ``(zombie, its delivery, heir, the heir's delivery)``."""
     kit.publish("q", b"job")
     other = Kit(tmp_path / "broker.db")
     with kit.consuming("q", prefetch=1, lease_s=0.3) as (zombie, first):
         wait_for(lambda: len(first) == 1)
-        time.sleep(0.4)  # stalled past its lease, without extending it (its window is full: it takes no more)
-        with other.consuming("q") as (fresh, second):
+        time.sleep(0.4)
+        with other.consuming("q") as (heir, second):
             wait_for(lambda: len(second) == 1, what="the lease to pass to the other consumer")
-            assert not zombie.alive(first[0])
-            assert not zombie.ack(first[0]), "the zombie's ack is refused"
-            assert not zombie.dead_letter(first[0], {HEADER_REASON: "fatal"})
-            assert zombie.extend(first, 30) == first, "it is no longer the zombie's to extend"
-            assert kit.stats("q").messages == 1, "the zombie removed nothing"
-            assert fresh.ack(second[0])
-            wait_for(lambda: kit.stats("q").messages == 0)
+            yield zombie, first[0], heir, second[0]
     other.close()
+
+
+def test_a_zombies_ack_after_its_lease_expired_is_refused_and_the_new_holders_works(
+    kit: Kit, tmp_path: Path
+) -> None:
+    with zombie_and_heir(kit, tmp_path) as (zombie, stale, heir, fresh):
+        assert not zombie.alive(stale)
+        assert not zombie.ack(stale), "the zombie's ack is refused"
+        assert not zombie.dead_letter(stale, {HEADER_REASON: "fatal"})
+        assert zombie.extend([stale], 30) == [stale], "it is no longer the zombie's to extend"
+        assert kit.stats("q").messages == 1, "the zombie removed nothing"
+        assert heir.ack(fresh)
+        wait_for(lambda: kit.stats("q").messages == 0)
 
 
 def test_the_database_fences_a_settlement_whose_lease_passed_even_if_the_holder_thinks_it_alive(
     kit: Kit, tmp_path: Path
 ) -> None:
     """The consumer's own check is a shortcut: the statement itself names the delivery by its token."""
-    kit.publish("q", b"job")
-    other = Kit(tmp_path / "broker.db")
-    with kit.consuming("q", prefetch=1, lease_s=0.3) as (zombie, first):
-        wait_for(lambda: len(first) == 1)
-        time.sleep(0.4)
-        with other.consuming("q") as (_, second):
-            wait_for(lambda: len(second) == 1)
-            first[0].token.until = time.monotonic() + 60  # type: ignore[attr-defined]  # a confused clock
-            assert zombie.retry_later(first[0], 0, {}) is False
-            assert other.bodies("q") == [b"job"]
-    other.close()
+    with zombie_and_heir(kit, tmp_path) as (zombie, stale, _, _):
+        stale.token.until = time.monotonic() + 60  # type: ignore[attr-defined]  # a confused clock
+        assert zombie.retry_later(stale, 0, {}) is False
+        assert kit.bodies("q") == [b"job"]
 
 
 def test_extend_keeps_running_and_prefetched_deliveries_past_their_first_lease(
