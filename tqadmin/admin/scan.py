@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.errors import MessageNotFound
+from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, Message
 
@@ -37,10 +38,11 @@ def export(session: TransferSession, queue: str, path: Path) -> ActionReport:
 
 
 def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionReport:
-    """Ack the one message whose job id is ``job_id``; every other one is released to its position."""
+    """Ack the one message whose job id is ``job_id`` (its framework's id: a Celery task id, a Dramatiq
+    message id...); every other one is released to its position."""
     with session:
         for delivery in scan(session):
-            if delivery.message.id == job_id:
+            if job_id in (delivery.message.id, summarise(delivery.message).id):
                 session.ack([delivery])
                 return ActionReport(action="delete", source=queue, target=queue, matched=1, moved=1)
     raise MessageNotFound(f"no message with id {job_id!r} in queue {queue!r}; nothing was deleted")
@@ -49,13 +51,13 @@ def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionRep
 def group_key(message: Message, by: str) -> str:
     """Why a message died, by ``reason``, ``error`` or ``task_type``; RabbitMQ's ``x-death`` as fallback."""
     if by == "task_type":
-        job = message.job()
-        value = job.get("task_type") if job else None
-        return str(value) if value is not None else "(not a job)"
+        return summarise(message).task or "(not a job)"
     header = HEADER_REASON if by == "reason" else HEADER_ERROR
     value = message.headers.get(header)
     if value is not None:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    if by == "error" and (error := summarise(message).error) is not None:  # what its framework recorded
+        return error
     death = first_death(message)
     if death is not None:
         reason = death.get("reason")

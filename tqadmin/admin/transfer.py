@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from tqadmin.admin.scan import first_death
 from tqadmin.errors import PartialFailure, TqadminError
+from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS, ActionReport, Message
 
@@ -200,7 +201,7 @@ def to_queue(target: str) -> Route:
 def original_queue(message: Message) -> str | None:
     """Where a dead-lettered message came from: the header the worker writes, else the queue RabbitMQ's
     ``x-death`` names (a message dead-lettered by the broker itself carries only that)."""
-    value = message.headers.get(HEADER_ORIGINAL_QUEUE)
+    value = message.headers.get(HEADER_ORIGINAL_QUEUE) or summarise(message).sent_to  # its framework's queue
     if not value:
         death = first_death(message)
         value = death.get("queue") if death is not None else None

@@ -7,6 +7,6 @@ and when it was sent. It imports no driver and never unpickles; it never changes
 """
 
 from tqadmin.frameworks.recognise import summarise
-from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ, TQADMIN, UNKNOWN, JobSummary
+from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ, TQADMIN, UNKNOWN, JobSummary, iso_utc
 
-__all__ = ["CELERY", "DRAMATIQ", "RQ", "SIDEKIQ", "TQADMIN", "UNKNOWN", "JobSummary", "summarise"]
+__all__ = ["CELERY", "DRAMATIQ", "RQ", "SIDEKIQ", "TQADMIN", "UNKNOWN", "JobSummary", "iso_utc", "summarise"]

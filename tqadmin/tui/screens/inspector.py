@@ -15,7 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from tqadmin.plugin.models import HEADER_ERROR, Message
+from tqadmin.frameworks import TQADMIN, UNKNOWN, JobSummary, iso_utc, summarise
+from tqadmin.plugin.models import Message
 from tqadmin.tui.screens.base import DashboardScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
@@ -67,6 +68,25 @@ def death_table(deaths: Any) -> RenderableType:
     return table
 
 
+def job_table(summary: JobSummary) -> RenderableType:
+    """What another framework records about the job, each fact on its own row; absent facts left out."""
+    rows = [
+        ("task", summary.task),
+        ("id", summary.id),
+        ("args", summary.args),
+        ("retries", summary.retries),
+        ("sent", iso_utc(summary.sent_at)),
+        ("sent to", summary.sent_to),
+    ]
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in rows:
+        if value is not None:
+            table.add_row(label, literal(value))
+    return table
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, datetime.datetime):
         return value.isoformat().replace("+00:00", "Z")
@@ -94,8 +114,13 @@ class InspectorScreen(DashboardScreen):
     def compose(self) -> ComposeResult:
         m = self.message
         headers = dict(m.headers)
+        summary = summarise(m)
+        foreign = summary.framework not in (TQADMIN, UNKNOWN)
         title = Text("message ", end="")
-        title.append(clean(m.id or "(no id)"), style="bold")
+        title.append(clean(summary.id or "(no id)"), style="bold")
+        if foreign:
+            title.append(f"  ·  {summary.framework} task ")
+            title.append(clean(summary.task or "?"), style="bold")
         title.append("  in queue ")
         title.append(clean(self.queue), style="bold")
         if m.redelivered:
@@ -105,8 +130,11 @@ class InspectorScreen(DashboardScreen):
         with VerticalScroll(id="inspector"):
             yield Static(title, classes="title")
             yield Static(Text("last error", style="bold underline"), classes="section")
-            error = headers.get(HEADER_ERROR)
+            error = summary.error
             yield Static(literal(error, "bold red", one_line=False) if error else NONE)
+            if foreign:
+                yield Static(Text(f"{summary.framework} job", style="bold underline"), classes="section")
+                yield Static(job_table(summary))
             yield Static(Text("body", style="bold underline"), classes="section")
             yield Static(body_view(m), id="body")
             yield Static(Text("tqadmin history (x-tq-*)", style="bold underline"), classes="section")
