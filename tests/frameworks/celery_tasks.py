@@ -48,15 +48,15 @@ def make_app(queue: str, dlq: str, runs: Path, broker: str = AMQP_URL) -> Celery
         with runs.open("a") as log:
             log.write(f"{task_id} {name} {list(args)!r}\n")
 
-    @app.task(name="capp.charge", bind=True)
+    @app.task(name="capp.charge", bind=True, shared=False)
     def charge(self: Any, order: str, amount: int) -> None:
         run_or_reject("capp.charge", self.request.id, order, amount)
 
-    @app.task(name="capp.resize", bind=True)
+    @app.task(name="capp.resize", bind=True, shared=False)
     def resize(self: Any, image: str, width: int = 100) -> None:
         run_or_reject("capp.resize", self.request.id, image, width)
 
-    @app.task(name="capp.add", bind=True)
+    @app.task(name="capp.add", bind=True, shared=False)
     def add(self: Any, x: int, y: int) -> None:
         run_or_reject("capp.add", self.request.id, x, y)
 
