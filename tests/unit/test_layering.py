@@ -50,7 +50,6 @@ def test_only_the_tui_imports_textual_and_pure_layers_import_no_driver(module: s
     assert loaded_after_import(module, forbidden) == [], f"{module} imports what its layer must not"
 
 
-
 FRAMEWORKS = [name for name in MODULES if name.startswith("tqadmin.frameworks")]
 # Reading other frameworks' messages sits just above the contract, below the admin actions that use it.
 FRAMEWORKS_MAY_IMPORT = ("tqadmin.frameworks", "tqadmin.plugin", "tqadmin.errors")
