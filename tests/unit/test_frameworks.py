@@ -10,10 +10,8 @@ import random
 import zlib
 from typing import Any
 
-import dramatiq
 import pytest
-from celery import Celery
-from kombu.serialization import dumps
+from framework_samples import celery_message, dramatiq_message
 
 from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.scan import group_key
@@ -22,22 +20,6 @@ from tqadmin.frameworks.decoding import MAX_PARSED_BYTES
 from tqadmin.frameworks.preview import MAX_PREVIEW_CHARS
 from tqadmin.plugin.models import Message
 from tqadmin.tui.grouping import group_dead_letters
-
-CELERY = Celery("capp", set_as_current=False)
-
-
-def celery_message(task: str = "capp.add", task_id: str = "t-1", *args: Any, **kwargs: Any) -> Message:
-    """A protocol 2 task message as Celery builds it before it reaches the broker."""
-    built = CELERY.amqp.as_task_v2(task_id, task, args=args or (2, 3), kwargs=kwargs or {})
-    _, _, body = dumps(built.body, serializer="json")
-    return Message(body=body.encode(), headers=built.headers, properties=built.properties)
-
-
-def dramatiq_message(**options: Any) -> Message:
-    built = dramatiq.Message(
-        queue_name="orders", actor_name="charge", args=("o-1",), kwargs={}, options=options
-    )
-    return Message(body=built.encode())
 
 
 def job(**fields: Any) -> Message:

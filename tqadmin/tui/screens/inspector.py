@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from tqadmin.frameworks import TQADMIN, UNKNOWN, JobSummary, iso_utc, summarise
+from tqadmin.frameworks.decoding import parse_json
 from tqadmin.plugin.models import Message
 from tqadmin.tui.screens.base import DashboardScreen
 from tqadmin.tui.text import clean, literal
@@ -25,17 +26,26 @@ MAX_BODY_CHARS = 20_000
 
 
 def body_view(message: Message) -> RenderableType:
-    job = message.job()
-    if job is not None:
-        text = clean(json.dumps(job, indent=2, ensure_ascii=False, sort_keys=True), one_line=False)
-        return Syntax(text[:MAX_BODY_CHARS], "json", theme="ansi_dark", word_wrap=True)
+    """Any JSON body pretty (Celery's is a list), anything else literally, with a note saying why."""
+    value = parse_json(message.body)
+    if isinstance(value, dict | list):
+        try:
+            pretty = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, RecursionError):  # keys of mixed types, or nesting deeper than indent can go
+            pretty = None
+        if pretty is not None:
+            text = clean(pretty, one_line=False)
+            return Syntax(text[:MAX_BODY_CHARS], "json", theme="ansi_dark", word_wrap=True)
     try:
         raw = message.body.decode("utf-8")
         note = "not a JSON object"
     except UnicodeDecodeError:
         raw = message.body.hex(" ")
         note = "not UTF-8, shown as hex"
-    return Group(Text(f"({note})", style="yellow"), literal(raw[:MAX_BODY_CHARS], one_line=False))
+    # One Text, not a Group: a Static sizes itself to a Group's first line only.
+    shown = Text(f"({note})\n", style="yellow", end="")
+    shown.append_text(literal(raw[:MAX_BODY_CHARS], one_line=False))
+    return shown
 
 
 NONE = Text("(none)", style="dim")
