@@ -40,7 +40,7 @@ class Term:
     op: str
     value: str
 
-    def matches(self, message: Message, job: dict[str, Any] | None, summary: JobSummary) -> bool:
+    def matches(self, message: Message, job: dict[str, Any] | None, summary: JobSummary | None) -> bool:
         found = lookup(self.field, message, job, summary)
         text = as_text(found)
         if self.op in ("=", "!="):
@@ -50,12 +50,12 @@ class Term:
         return hit if not self.op.startswith("!") else not hit
 
 
-def lookup(field: str, message: Message, job: dict[str, Any] | None, summary: JobSummary) -> Any:
-    """The value of ``field`` for this message: an alias's header, what its framework says, a job field, or
-    a header."""
+def lookup(field: str, message: Message, job: dict[str, Any] | None, summary: JobSummary | None) -> Any:
+    """The value of ``field`` for this message: an alias's header, what its framework says (``summary``,
+    given when a term needs it), a job field, or a header."""
     if field in ALIASES:
         return message.headers.get(ALIASES[field])
-    if field in SUMMARY_FIELDS and (value := SUMMARY_FIELDS[field](summary)) is not None:
+    if summary is not None and field in SUMMARY_FIELDS and (value := SUMMARY_FIELDS[field](summary)):
         return value
     if job is not None and field in job:
         return job[field]
@@ -85,8 +85,11 @@ def parse_filter(expression: str | None) -> Callable[[Message], bool]:
             )
         terms.append(Term(match["field"], match["op"], match["value"]))
 
+    reads_framework = any(term.field in SUMMARY_FIELDS for term in terms)
+
     def predicate(message: Message) -> bool:
-        job, summary = message.job(), summarise(message)
+        job = message.job()
+        summary = summarise(message) if reads_framework else None
         return all(term.matches(message, job, summary) for term in terms)
 
     return predicate
