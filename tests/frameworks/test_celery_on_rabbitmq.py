@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from celery_tasks import allow, runs_of
-from conftest import AMQP_URL, CeleryOnRabbit, wait_for
+from framework_brokers import CeleryOnRabbit, wait_for
+
+from tests.conftest import AMQP_URL
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -74,7 +76,7 @@ def test_a_replayed_celery_message_keeps_its_body_and_headers_byte_for_byte(
 ) -> None:
     c = celery_rabbit
     task_id = c.send("capp.add", 2, 3)
-    parking = rabbit.declare(f"{c.queue}-parking")
+    parking = rabbit.declare("parking")
     original = wait_for(lambda: rabbit.drain(c.queue), "Celery's message")[0]
     rabbit.channel.basic_publish("", c.dlq, original[1], original[0])
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import dramatiq
 import pytest
-from conftest import AMQP_URL, Rabbit, wait_for
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
+from framework_brokers import Rabbit, wait_for
+
+from tests.conftest import AMQP_URL
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -18,10 +20,10 @@ pytestmark = pytest.mark.rabbitmq
 class DramatiqOnRabbit:
     """Two actors that always fail, with one quick retry each, on a queue of the test's own."""
 
-    def __init__(self, rabbit: Rabbit, unique: str) -> None:
-        self.queue = f"tqt-{unique}-dramatiq"
-        self.xq = f"{self.queue}.XQ"
-        rabbit.queues += [self.queue, f"{self.queue}.DQ", self.xq]
+    def __init__(self, rabbit: Rabbit) -> None:
+        self.queue = rabbit.name("dramatiq")  # Dramatiq declares it, its .DQ and its .XQ
+        rabbit.name("dramatiq.DQ")
+        self.xq = rabbit.name("dramatiq.XQ")
         self.broker = RabbitmqBroker(url=AMQP_URL)
         retry_once = {"queue_name": self.queue, "max_retries": 1, "min_backoff": 10, "max_backoff": 50}
 
@@ -45,8 +47,8 @@ class DramatiqOnRabbit:
 
 
 @pytest.fixture
-def dramatiq_rabbit(rabbit: Rabbit, unique: str) -> Iterator[DramatiqOnRabbit]:
-    app = DramatiqOnRabbit(rabbit, unique)
+def dramatiq_rabbit(rabbit: Rabbit) -> Iterator[DramatiqOnRabbit]:
+    app = DramatiqOnRabbit(rabbit)
     yield app
     app.broker.close()
 

@@ -15,12 +15,13 @@ import pytest
 import redis
 from celery import Celery
 from celery_tasks import make_app
-from conftest import AMQP_URL, Rabbit
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 from dramatiq.brokers.redis import RedisBroker
+from framework_brokers import Rabbit
 from rq import Queue, Retry, SimpleWorker
 from tqadmin_rabbitmq import RabbitMQPlugin
 
+from tests.conftest import AMQP_URL
 from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
@@ -57,16 +58,20 @@ def redis_keys(unique: str) -> Iterator[redis.Redis]:
 # -- Celery on RabbitMQ -----------------------------------------------------------------------------------
 
 
-@pytest.mark.rabbitmq
-def test_celery_protocol_2_on_amqp_is_read_from_its_headers_and_json_body(
-    rabbit: Rabbit, unique: str, tmp_path: Path
-) -> None:
-    queue = f"tqt-{unique}-celery"
-    rabbit.queues.append(queue)
+@pytest.fixture
+def celery_amqp(rabbit: Rabbit, tmp_path: Path) -> Iterator[tuple[Celery, str]]:
+    """A user's Celery app on the local RabbitMQ, and the queue its tasks go to."""
+    queue = rabbit.name("celery")
     rabbit.exchanges.append(queue)
-    app = make_app(queue, f"{queue}.dlq", tmp_path / "runs")
-    sent = app.tasks["capp.resize"].apply_async(("cat\x1b[31m.png",), {"width": 64}, countdown=60, retries=2)
+    app = make_app(queue, rabbit.name("celery.dlq"), tmp_path / "runs")
+    yield app, queue
     app.close()
+
+
+@pytest.mark.rabbitmq
+def test_celery_protocol_2_on_amqp_is_read_from_its_headers_and_json_body(celery_amqp: Any) -> None:
+    app, queue = celery_amqp
+    sent = app.tasks["capp.resize"].apply_async(("cat\x1b[31m.png",), {"width": 64}, countdown=60, retries=2)
     (message,) = peeked(queue, 1)
     summary = summarise(message)
     assert (summary.framework, summary.id, summary.task) == ("celery", sent.id, "capp.resize")
@@ -76,15 +81,9 @@ def test_celery_protocol_2_on_amqp_is_read_from_its_headers_and_json_body(
 
 
 @pytest.mark.rabbitmq
-def test_a_pickled_celery_body_is_never_decoded_and_celerys_argsrepr_stands_in(
-    rabbit: Rabbit, unique: str, tmp_path: Path
-) -> None:
-    queue = f"tqt-{unique}-celery"
-    rabbit.queues.append(queue)
-    rabbit.exchanges.append(queue)
-    app = make_app(queue, f"{queue}.dlq", tmp_path / "runs")
+def test_a_pickled_celery_body_is_never_decoded_and_celerys_argsrepr_stands_in(celery_amqp: Any) -> None:
+    app, queue = celery_amqp
     sent = app.tasks["capp.charge"].apply_async(("order-7", 70), serializer="pickle")
-    app.close()
     (message,) = peeked(queue, 1)
     assert message.properties["content_type"] == "application/x-python-serialize"
     summary = summarise(message)
@@ -92,32 +91,23 @@ def test_a_pickled_celery_body_is_never_decoded_and_celerys_argsrepr_stands_in(
 
 
 @pytest.mark.rabbitmq
-def test_celery_protocol_1_is_read_from_its_json_body(rabbit: Rabbit, unique: str, tmp_path: Path) -> None:
-    queue = f"tqt-{unique}-celery"
-    rabbit.queues.append(queue)
-    rabbit.exchanges.append(queue)
-    app = make_app(queue, f"{queue}.dlq", tmp_path / "runs")
+def test_celery_protocol_1_is_read_from_its_json_body(celery_amqp: Any) -> None:
+    app, queue = celery_amqp
     app.conf.task_protocol = 1
     sent = app.tasks["capp.add"].apply_async((2, 3))
-    app.close()
     (message,) = peeked(queue, 1)
     assert "task" not in message.headers and json.loads(message.body)["task"] == "capp.add"
-    summary = summarise(message)
-    assert (summary.framework, summary.id, summary.task, summary.args) == (
-        "celery",
-        sent.id,
-        "capp.add",
-        "2, 3",
-    )
+    s = summarise(message)
+    assert (s.framework, s.id, s.task, s.args) == ("celery", sent.id, "capp.add", "2, 3")
 
 
 # -- Dramatiq on RabbitMQ and Redis ------------------------------------------------------------------------
 
 
 @pytest.mark.rabbitmq
-def test_a_dramatiq_message_on_rabbitmq(rabbit: Rabbit, unique: str) -> None:
-    queue = f"tqt-{unique}-dramatiq"
-    rabbit.queues += [queue, f"{queue}.DQ", f"{queue}.XQ"]
+def test_a_dramatiq_message_on_rabbitmq(rabbit: Rabbit) -> None:
+    queue = rabbit.name("dramatiq")
+    rabbit.name("dramatiq.DQ"), rabbit.name("dramatiq.XQ")
     broker = RabbitmqBroker(url=AMQP_URL)
     actor = dramatiq.actor(lambda user: None, actor_name="welcome", broker=broker, queue_name=queue)
     before = time.time()
