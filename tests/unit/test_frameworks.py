@@ -35,6 +35,13 @@ def test_tqadmins_own_jobs_stay_the_default() -> None:
     assert s.to_json()["sent_at"] == "2025-01-01T00:00:00.000Z"
 
 
+def test_our_workers_retry_count_header_wins_over_the_producers_body() -> None:
+    retried = Message(body=b'{"task_type": "t", "retry_count": 0}', headers={"x-tq-retry-count": 3})
+    assert summarise(retried).retries == 3
+    garbled = Message(body=b'{"task_type": "t", "retry_count": 1}', headers={"x-tq-retry-count": "many"})
+    assert summarise(garbled).retries == 1
+
+
 def test_a_job_of_ours_whose_fields_look_like_sidekiqs_is_still_ours() -> None:
     assert summarise(job(task_type="t", **{"class": "X", "jid": "j", "args": []})).framework == "tqadmin"
 
