@@ -226,7 +226,8 @@ def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(p
     pipeline.publish([{"task_type": "fatal", "id": "held"}])
     store = open_store(pipeline.store_url)
     try:
-        store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
+        # a live lease elsewhere (HELD), long enough to outlast a worker's start on a loaded machine
+        store.claim(pipeline.id_prefix + "held", "another-worker", 8.0)
     finally:
         store.close()
     pipeline.start()
