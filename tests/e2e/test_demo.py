@@ -134,7 +134,6 @@ def test_every_message_is_done_dead_lettered_deduplicated_or_still_queued(
 ) -> None:
     s = demo_run.summary
     assert s["balanced"], s
-    assert s["scheduled"] >= 1, "the cron fired report jobs too"
     incoming = s["published"] + s["scheduled"]
     assert incoming == s["done"] + s["dead_lettered"] + s["deduplicated"] + s["left_in_queues"]
     assert s["left_in_queues"] == 0, s["notes"]
