@@ -47,12 +47,22 @@ _writers: dict[str, threading.RLock] = {}  # real path of a database file -> its
 _writers_lock = threading.Lock()
 
 
-def writer_lock(path: Path) -> threading.RLock:
-    """The lock every writer of ``path`` in this process takes around its transaction (re-entrant, so that a
-    transaction opened inside another on the same thread fails on SQLite's timeout instead of hanging)."""
-    key = os.path.realpath(path)
+def writer_lock(key: str) -> threading.RLock:
+    """The lock every writer of the file at real path ``key`` in this process takes around its transaction
+    (re-entrant, so that a transaction opened inside another on the same thread fails on SQLite's timeout
+    instead of hanging)."""
     with _writers_lock:
         return _writers.setdefault(key, threading.RLock())
+
+
+def _fresh_writer_locks() -> None:
+    """A forked child starts with locks of its own: one its parent's thread held at the fork stays held."""
+    global _writers_lock  # noqa: PLW0603 - replaced, not shared, in the child
+    _writers_lock = threading.Lock()
+    _writers.clear()
+
+
+os.register_at_fork(after_in_child=_fresh_writer_locks)
 
 
 def path_of(url: str) -> Path:
@@ -112,7 +122,7 @@ class SQLiteFile:
         self._connections: list[tuple[int, sqlite3.Connection]] = []  # (pid that opened it, connection)
         self._lock = threading.Lock()
         self._check_place()
-        self._writer = writer_lock(path)
+        self._key = os.path.realpath(path)
 
     @property
     def where(self) -> str:
@@ -172,7 +182,7 @@ class SQLiteFile:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding the write lock from its start; rolled back on any exception."""
-        with self.translated(), self._writer:
+        with self.translated(), writer_lock(self._key):
             connection = self.connection()
             self._begin(connection)
             try:

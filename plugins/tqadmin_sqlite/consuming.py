@@ -102,8 +102,8 @@ class SQLiteConsumer(Consumer):
             timeout = idle
             if self._next_due_ms is not None:
                 timeout = min(timeout, max(0.0, self._next_due_ms / 1000 - self.broker.clock()))
-        with self._cond:
-            if not (self._acks or self._releases or self._stop):
+        with self._cond:  # stop() and drained() notify, so a stop is seen at once
+            if not (self._acks or self._releases or (self._stop and self._drained)):
                 self._cond.wait(timeout)
         return min(idle * 2, IDLE_POLL_S[1])
 
