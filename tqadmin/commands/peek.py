@@ -6,6 +6,7 @@ import argparse
 import json
 
 from tqadmin.commands.arguments import positive
+from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext, printable
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
@@ -23,16 +24,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="how many messages, oldest first (10)",
     )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask first where a look can dead-letter messages (a queue whose broker counts each look"
+        " toward a delivery limit, such as an SQS redrive policy); without it, a run with no terminal is"
+        " refused there (exit 2)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.PEEK)
+        risk = None if args.yes else admin.peek_risk(args.queue)
+        if risk is not None:
+            confirm_by_name(args.queue, "peek", f"Peeking costs more here: {risk}")
         result = admin.peek(args.queue, args.count)
     document = {
         "queue": result.queue,
-        "messages": [m.to_json() for m in result.messages],
+        "messages": [{**m.to_json(), "delivery_count": m.delivery_count} for m in result.messages],
         "cost": result.cost,
+        "delivery_limit": result.delivery_limit,
     }
     ctx.emit(document, lambda: render(result))
     return 0
@@ -42,10 +54,20 @@ def render(result: PeekResult) -> str:
     lines = [f"{len(result.messages)} message(s) from {result.queue!r}", f"cost: {result.cost}"]
     for number, message in enumerate(result.messages, start=1):
         lines.append(f"--- {number}. id {message.id!r}{' (redelivered)' if message.redelivered else ''}")
+        if message.delivery_count is not None:
+            lines.append(delivery_note(message.delivery_count, result.delivery_limit))
         if message.headers:
             lines.append("headers: " + _text(message.to_json()["headers"]))
         lines.append("body: " + _preview(message))
     return "\n".join(lines)
+
+
+def delivery_note(count: int, limit: int | None) -> str:
+    """How often the broker has handed the message out, and how close that is to where it drops it."""
+    if limit is None:
+        return f"delivered {count} time(s)"
+    warning = "; WARNING: the next delivery dead-letters it" if count >= limit else ""
+    return f"delivered {count} of the {limit} time(s) after which the broker dead-letters it{warning}"
 
 
 def _preview(message: Message) -> str:
