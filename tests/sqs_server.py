@@ -6,6 +6,7 @@ nothing; a test's queues carry a unique name and are deleted after it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -124,10 +125,14 @@ class SqsQueues:
         return ids
 
     def depth(self, name: str) -> int:
-        """Messages in the queue, visible or not (moto's figures are exact)."""
+        """Messages in the queue: visible, in flight or delayed (moto's figures are exact)."""
         attributes = self.client.get_queue_attributes(
             QueueUrl=self.url(name),
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
         )["Attributes"]
         return sum(int(v) for v in attributes.values())
 
@@ -160,7 +165,5 @@ class SqsQueues:
 
     def close(self) -> None:
         for name in set(self.names):
-            try:
+            with contextlib.suppress(self.client.exceptions.QueueDoesNotExist):
                 self.client.delete_queue(QueueUrl=self.url(name))
-            except self.client.exceptions.QueueDoesNotExist:
-                pass

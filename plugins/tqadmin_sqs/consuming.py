@@ -4,8 +4,8 @@ A received message stays this consumer's while its visibility timeout runs (``le
 receive, so the queue's own timeout is left as the user configured it). The worker's monitor extends the
 visibility of everything it holds, prefetched messages included, through :meth:`SqsConsumer.extend`
 (ChangeMessageVisibilityBatch), so a job longer than the timeout runs once. The consumer counts a
-delivery's deadline from the moment it asked for it; once the deadline passed (or SQS refused to extend
-it) the delivery is no longer ours and is never settled: SQS already gave it back, perhaps to another
+delivery's deadline from the answer that brought it, less a margin; once that passed (or SQS refused to
+extend it) the delivery is no longer ours and is never settled: SQS already gave it back, perhaps to another
 consumer, and deleting it then would delete someone else's work (moto would do it; AWS might not).
 
 Retries and dead letters are copies: sent first (confirmed by SQS), the original deleted after. A retry
@@ -42,7 +42,7 @@ log = logging.getLogger("tqadmin.worker")
 MAX_VISIBILITY_S = 43_200  # 12 hours: the most SQS keeps a received message invisible
 RECEIVE_BATCH = 10
 WAIT_S = 5  # a long poll's wait: stop() is honoured within it
-SAFETY_S = 1.0  # a delivery counts as lost this long before its visibility deadline
+SAFETY_S = 1.0  # a delivery counts as lost this long before its deadline (a tenth of short leases)
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 RECEIVE_ATTRIBUTES: dict[str, Any] = {
@@ -79,6 +79,7 @@ class SqsConsumer(Consumer):
         self.queues = queues
         self.prefetch = max(1, prefetch)
         self.visibility_s = visibility_for(lease_s)
+        self.safety_s = min(SAFETY_S, self.visibility_s / 10)
         self._sender = Sender(client, place, parallel=1)
         self._settler: Settler | None = None
         self._cond = threading.Condition()
@@ -114,17 +115,18 @@ class SqsConsumer(Consumer):
             self._settler.close()
 
     def _room(self) -> int:
-        """How many to receive now: a full batch, or what the prefetch leaves when nothing is held (waits
-        for room, so that receives stay batches of ten while jobs are running)."""
-        want = min(RECEIVE_BATCH, self.prefetch)
+        """How many to receive now, waiting for room: while jobs run, receives wait until a batch of ten
+        (or half the prefetch, when smaller) fits, so that a busy worker pays one receive per batch."""
+        most = min(RECEIVE_BATCH, self.prefetch)
+        least = min(most, max(1, self.prefetch // 2))
         with self._cond:
-            if self.prefetch - self._held < want and self._held > 0:
+            room = self.prefetch - self._held
+            if room < least:
                 self._cond.wait(0.5)
                 return 0
-            return max(0, min(want, self.prefetch - self._held))
+            return min(most, room)
 
     def _receive(self, count: int) -> list[Delivery]:
-        asked_at = time.monotonic()
         try:
             answer = self.client.receive_message(
                 QueueUrl=self.queue.url,
@@ -135,7 +137,9 @@ class SqsConsumer(Consumer):
             )
         except Exception as exc:
             raise translate(exc, self.place, self.queue.name) from None
-        deadline = asked_at + self.visibility_s
+        # A long poll hands messages over when it answers, so the visibility runs from about now; the
+        # safety margin covers the answer's way back.
+        deadline = time.monotonic() + self.visibility_s
         return [
             Delivery(to_message(raw), _Token(raw["ReceiptHandle"], deadline))
             for raw in answer.get("Messages", [])
@@ -181,7 +185,7 @@ class SqsConsumer(Consumer):
             token.done = True
             self._held -= 1
             self._cond.notify_all()
-        if time.monotonic() >= token.deadline - SAFETY_S:
+        if time.monotonic() >= token.deadline - self.safety_s:
             return None
         return token
 
@@ -195,7 +199,7 @@ class SqsConsumer(Consumer):
 
     def alive(self, delivery: Delivery) -> bool:
         token = self._token(delivery)
-        return not token.done and time.monotonic() < token.deadline - SAFETY_S
+        return not token.done and time.monotonic() < token.deadline - self.safety_s
 
     def ack(self, delivery: Delivery) -> bool:
         token = self._take(delivery)
@@ -222,7 +226,7 @@ class SqsConsumer(Consumer):
         for delivery in deliveries:
             token = self._token(delivery)
             if not token.done:
-                (live if now < token.deadline - SAFETY_S else lost).append(delivery)
+                (live if now < token.deadline - self.safety_s else lost).append(delivery)
         for start in range(0, len(live), RECEIVE_BATCH):
             lost += self._extend_batch(live[start : start + RECEIVE_BATCH], seconds)
         for delivery in lost:
