@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import random
 import threading
 import time
@@ -87,32 +88,55 @@ class SqsConsumer(Consumer):
         self._stop = threading.Event()
         self._drained = threading.Event()
 
-    # -- the I/O thread ------------------------------------------------------------------------------------
+    # -- the I/O thread and its receiver ------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
+        """Hand out what a receiver thread's long polls bring, until stopped and drained. The polls run in
+        a thread of their own so that a stop is honoured at once, not after the poll in flight: what that
+        poll still brings is given back."""
         self._settler = Settler(self.client, self.place, self.queue.url, self.queue.name)
-        attempt = 0
+        inbox: queue.SimpleQueue[list[Delivery] | TqadminError] = queue.SimpleQueue()
+        threading.Thread(target=self._receive_loop, args=(inbox,), name="tq-sqs-receive", daemon=True).start()
         try:
-            while not self._stop.is_set():
-                room = self._room()
-                if room == 0:
-                    continue
+            while not (self._stop.is_set() and self._drained.is_set()):
                 try:
-                    received = self._receive(room)
-                except (NotAuthorized, QueueNotFound):
-                    raise
-                except TqadminError as exc:
-                    attempt += 1
-                    delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
-                    log.warning("receive from %s failed (%s); again in %.1f s", self.queue.name, exc, delay)
-                    self._stop.wait(delay)
+                    received = inbox.get(timeout=0.1)
+                except queue.Empty:
                     continue
-                attempt = 0
+                if isinstance(received, TqadminError):
+                    raise received
                 for delivery in received:
                     self._hand_out(delivery, on_message)
-            self._drained.wait()
         finally:
+            self._stop.set()
             self._settler.close()
+
+    def _receive_loop(self, inbox: queue.SimpleQueue[list[Delivery] | TqadminError]) -> None:
+        attempt = 0
+        while not self._stop.is_set():
+            room = self._room()
+            if room == 0:
+                continue
+            try:
+                received = self._receive(room)
+            except (NotAuthorized, QueueNotFound) as exc:
+                inbox.put(exc)
+                return
+            except TqadminError as exc:
+                if self._stop.is_set():  # stopped while the poll was out: nothing to hand out any more
+                    return
+                attempt += 1
+                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+                log.warning("receive from %s failed (%s); again in %.1f s", self.queue.name, exc, delay)
+                self._stop.wait(delay)
+                continue
+            attempt = 0
+            if self._stop.is_set():  # the run loop may be gone: give them back from here
+                self._give_back(received)
+                return
+            with self._cond:
+                self._held += len(received)  # they count against the prefetch from now on
+            inbox.put(received)
 
     def _room(self) -> int:
         """How many to receive now, waiting for room: while jobs run, receives wait until a batch of ten
@@ -146,15 +170,16 @@ class SqsConsumer(Consumer):
         ]
 
     def _hand_out(self, delivery: Delivery, on_message: Callable[[Delivery], None]) -> None:
-        if self._stop.is_set():
-            self._give_back([delivery])
+        wait_s = 0.0 if self._stop.is_set() else due_in(delivery.message)
+        if self._stop.is_set() or wait_s > 0:
+            with self._cond:
+                self._held -= 1
+                self._cond.notify_all()
+            if wait_s > 0:
+                self._defer(delivery, wait_s)
+            else:
+                self._give_back([delivery])
             return
-        wait_s = due_in(delivery.message)
-        if wait_s > 0:
-            self._defer(delivery, wait_s)
-            return
-        with self._cond:
-            self._held += 1
         on_message(delivery)
 
     def _defer(self, delivery: Delivery, wait_s: float) -> None:
@@ -215,8 +240,14 @@ class SqsConsumer(Consumer):
 
     def _give_back(self, deliveries: Sequence[Delivery]) -> None:
         """Deliveries never handed out (received while stopping): visible again at once."""
-        if self._settler is not None:
-            self._settler.change_visibility([self._token(d).receipt for d in deliveries], 0)
+        receipts = [self._token(d).receipt for d in deliveries]
+        for start in range(0, len(receipts), RECEIVE_BATCH):
+            try:
+                settle_batch(self.client, self.queue.url, receipts[start : start + RECEIVE_BATCH], 0)
+            except Exception as exc:  # they come back when their visibility timeout ends anyway
+                log.warning(
+                    "could not give back messages of %s: %s", self.queue.name, translate(exc, self.place)
+                )
 
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
         seconds = visibility_for(lease_s)
