@@ -72,10 +72,11 @@ class Settler:
         with self._cond:
             closed = self._closing  # the thread is gone or going: then it is sent from here
             if not closed:
-                if not queue.items:
+                first = not queue.items
+                if first:
                     queue.since = time.monotonic()
                 queue.items.append(item)
-                if wait or len(queue.items) >= BATCH:
+                if first or wait or len(queue.items) >= BATCH:  # the first starts the linger's clock
                     self._cond.notify_all()
         if closed:
             self._send([item])

@@ -120,6 +120,10 @@ class Pipeline:
         with plugin_for_url(AMQP_URL).transport(settings.broker_config()) as transport:
             transport.declare(queue)
 
+    def delete_queues(self) -> None:
+        """Every queue of this test on the broker (the work queue, its delay and dead-letter queues)."""
+        delete_queues(self.queue)
+
     # -- what happened ------------------------------------------------------------------------------------
 
     def effects(self) -> dict[str, int]:
@@ -168,7 +172,7 @@ class Pipeline:
 
     def cleanup(self) -> None:
         self.stop_all()
-        delete_queues(self.queue)
+        self.delete_queues()
         keys = [
             *self.redis.scan_iter(f"{self.key}:*"),
             *self.redis.scan_iter(f"*{self.id_prefix}*"),

@@ -1,0 +1,57 @@
+"""`tqadmin worker` on SQS (moto's server): 2,000 jobs while a worker is SIGKILLed every 3 s, and jobs
+longer than the queue's visibility timeout, kept invisible by the worker's heartbeats."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqs_pipeline import SqsPipeline, sqs_pipeline_fixture  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.sqs, pytest.mark.redis, pytest.mark.slow]
+
+JOBS = 2000
+WORKER = ("--concurrency", "4", "--prefetch", "16", "--lease", "3", "--crash-limit", "10")
+
+
+def test_sigkilling_a_worker_every_3_s_loses_no_job_and_commits_every_effect_exactly_once(
+    sqs_pipeline: SqsPipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = sqs_pipeline
+    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}", "work_s": 0.04} for i in range(JOBS)])
+    workers = [pipeline.start(*WORKER) for _ in range(3)]
+    kills = 0
+    deadline = time.monotonic() + 150
+    while len(pipeline.effects()) < JOBS and time.monotonic() < deadline:
+        time.sleep(3)
+        victim = kills % len(workers)
+        pipeline.kill(workers[victim])
+        workers[victim] = pipeline.start(*WORKER)
+        kills += 1
+    pipeline.wait_for(lambda: len(pipeline.effects()) == JOBS, 60, "every job's effect")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 60, "the queue to drain")
+
+    effects, runs = pipeline.effects(), pipeline.runs()
+    assert set(effects) == set(ids)  # 0 lost
+    assert set(effects.values()) == {1}  # every effect committed exactly once
+    assert pipeline.depth(f"{pipeline.queue}-dlq") == 0
+    executions = sum(runs.values())
+    assert executions >= JOBS and kills >= 3
+    with capsys.disabled():
+        print(
+            f"\nsqs chaos: {JOBS} jobs, {kills} SIGKILLs, {executions} executions "
+            f"({executions - JOBS} re-run after a kill), {sum(effects.values())} effects, 0 lost"
+        )
+
+
+def test_35_s_jobs_on_a_10_s_visibility_timeout_run_once(sqs_pipeline: SqsPipeline) -> None:
+    pipeline = sqs_pipeline
+    pipeline.queues.client.create_queue(QueueName=pipeline.queue, Attributes={"VisibilityTimeout": "10"})
+    pipeline.publish([{"task_type": "sleep", "id": f"long-{i}", "seconds": 35} for i in range(3)])
+    for _ in range(2):  # a second worker would get any job whose visibility ran out
+        pipeline.start("--concurrency", "2", "--prefetch", "2", "--lease", "10")
+    expected = {f"long-{i}": 1 for i in range(3)}
+    pipeline.wait_for(lambda: pipeline.effects() == expected, 90, "the long jobs")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 10, "the acks")
+    time.sleep(1)
+    assert pipeline.runs() == expected
