@@ -77,12 +77,13 @@ class SqsAdmin(BrokerAdmin):
     def _stats(name: str, attributes: dict[str, Any], every: dict[str, dict[str, Any]]) -> QueueStats:
         ready = int(attributes.get("ApproximateNumberOfMessages", 0))
         unacked = int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0))
+        delayed = int(attributes.get("ApproximateNumberOfMessagesDelayed", 0))
         target, _ = redrive_of(attributes)
         dlq = target or (dlq_name(name) if dlq_name(name) in every else None)
         dlq_figures = every.get(dlq) if dlq else None
         return QueueStats(
             name=name,
-            messages=ready + unacked,
+            messages=ready + unacked + delayed,
             ready=ready,
             unacked=unacked,
             consumers=None,
@@ -94,7 +95,7 @@ class SqsAdmin(BrokerAdmin):
                 else None
             ),
             kind="fifo" if str(attributes.get("FifoQueue", "")).lower() == "true" else "standard",
-            delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+            delayed=delayed,
         )
 
     def queue_exists(self, queue: str) -> bool:
