@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -32,15 +33,17 @@ def free_port() -> int:
 
 
 class MotoServer:
-    """``python -m moto.server`` on 127.0.0.1, ready when this returns; :meth:`stop` ends it."""
+    """``python -m moto.server`` on 127.0.0.1, ready when this returns; :meth:`stop` ends it. ``log``
+    keeps its request log (one line per call)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: Path | None = None) -> None:
         for _ in range(5):  # another process may take the port between the probe and the bind
             self.port = free_port()
+            output = log.open("wb") if log is not None else subprocess.DEVNULL
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
             )
             if self._ready():
                 self.endpoint = f"http://127.0.0.1:{self.port}"
