@@ -31,8 +31,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the moto server the tests start, started the same way
 
 from sqs_server import BROKER_URL, CREDENTIALS, MotoServer, client  # noqa: E402
+from worker import STORE_URL, delete_store_keys  # noqa: E402 - bench/worker.py, beside this file
 
-STORE_URL = "redis://127.0.0.1:6379/0"
 TASKS = HERE / "worker_apps" / "tq_tasks.py"
 BATCH = 10
 
@@ -140,7 +140,7 @@ def plain_loop(endpoint: str, url: str) -> None:
             sqs.delete_message_batch(QueueUrl=url, Entries=entries)
 
 
-def rows(jobs: int = 3000, backlog: int = 200, concurrency: int = 8) -> list[Row]:
+def rows(jobs: int = 3000, backlog: int = 50, concurrency: int = 8) -> list[Row]:
     """The plain loop's figures, then the worker's, measured in one run on one moto server."""
     bench = Bench()
     prefix = f"bench-sqs-{uuid.uuid4().hex[:6]}"
@@ -173,20 +173,10 @@ def rows(jobs: int = 3000, backlog: int = 200, concurrency: int = 8) -> list[Row
         bench.close()
 
 
-def delete_store_keys(prefix: str) -> None:
-    import redis
-
-    store = redis.Redis.from_url(STORE_URL)
-    keys = list(store.scan_iter(f"*{prefix}*", count=1000))
-    for start in range(0, len(keys), 1000):
-        store.delete(*keys[start : start + 1000])
-    store.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=3000)
-    parser.add_argument("--backlog", type=int, default=200)
+    parser.add_argument("--backlog", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--plain-loop", nargs=2, metavar=("ENDPOINT", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()

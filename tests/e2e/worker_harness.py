@@ -132,6 +132,15 @@ class Pipeline:
     def runs(self) -> dict[str, int]:
         return {self.short(k): int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
 
+    def every_effect_once(self, ids: list[str], dlq: str) -> int:
+        """Check the outcome of a chaos run: every job's effect committed (0 lost), each exactly once, and
+        nothing dead-lettered; returns how many runs were made in all (re-runs after kills included)."""
+        effects = self.effects()
+        assert set(effects) == set(ids)  # 0 lost
+        assert set(effects.values()) == {1}  # every effect committed exactly once
+        assert self.depth(dlq) == 0
+        return sum(self.runs().values())
+
     def run_times(self, job_id: str) -> list[float]:
         return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
 
