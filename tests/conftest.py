@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# boto3's credential chain would ask the EC2 instance metadata service (off this machine) when a test runs
+# without test credentials: never, here.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 MANAGEMENT_URL = "http://127.0.0.1:15672/"
