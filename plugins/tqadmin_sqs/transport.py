@@ -15,6 +15,7 @@ from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Publish
 from tqadmin.plugin.transport import Outgoing as Addressed
 from tqadmin_sqs.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqs.client import make_client, where
+from tqadmin_sqs.consuming import MAX_VISIBILITY_S, SqsConsumer
 from tqadmin_sqs.queues import Queues
 from tqadmin_sqs.sending import Outgoing, Sender
 
@@ -59,9 +60,16 @@ class SqsTransport(BrokerTransport):
         return PublishResult(tuple(o or Outcome.FAILED for o in outcomes), first_error)
 
     def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
-        from tqadmin_sqs.consuming import SqsConsumer
 
         return SqsConsumer(self.queues, self.queues.info(queue), prefetch, lease_s)
+
+    def consumer_warnings(self, queue: str, job_timeout_s: float | None) -> list[str]:
+        if job_timeout_s is not None and job_timeout_s <= MAX_VISIBILITY_S:
+            return []
+        return [
+            f"SQS keeps a received message invisible for at most {MAX_VISIBILITY_S // 3600} hours: a run of"
+            f" {queue} longer than that is given to another worker too (set --job-timeout below it)"
+        ]
 
     def close(self) -> None:
         self.client.close()
