@@ -1,4 +1,8 @@
-"""``tqadmin peek QUEUE``: look at messages without consuming them, and say what the look cost."""
+"""``tqadmin peek QUEUE``: look at messages without consuming them, and say what the look cost.
+
+Each message is shown as its framework sees it (:mod:`tqadmin.frameworks`): a Celery task by its task id and
+name, a Dramatiq message by its message id and actor, tqadmin's own jobs as always.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import json
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext, printable
+from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 
@@ -42,7 +47,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         result = admin.peek(args.queue, args.count)
     document = {
         "queue": result.queue,
-        "messages": [{**m.to_json(), "delivery_count": m.delivery_count} for m in result.messages],
+        "messages": [message_json(m) for m in result.messages],
         "cost": result.cost,
         "delivery_limit": result.delivery_limit,
     }
@@ -50,10 +55,25 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
+def message_json(message: Message) -> dict[str, object]:
+    """The message as exported, with its id and the facts its framework records beside it."""
+    summary = summarise(message)
+    return {
+        **message.to_json(),
+        "id": summary.id,
+        "delivery_count": message.delivery_count,
+        **summary.to_json(),
+    }
+
+
 def render(result: PeekResult) -> str:
     lines = [f"{len(result.messages)} message(s) from {result.queue!r}", f"cost: {result.cost}"]
     for number, message in enumerate(result.messages, start=1):
-        lines.append(f"--- {number}. id {message.id!r}{' (redelivered)' if message.redelivered else ''}")
+        summary = summarise(message)
+        task = f" · {summary.framework} task {summary.task!r}" if summary.recognised else ""
+        redelivered = " (redelivered)" if message.redelivered else ""
+        lines.append(_text(f"--- {number}. id {summary.id!r}{task}{redelivered}"))
+        lines.extend(_text(line) for line in _facts(summary))
         if message.delivery_count is not None:
             lines.append(delivery_note(message.delivery_count, result.delivery_limit))
         if message.headers:
@@ -68,6 +88,21 @@ def delivery_note(count: int, limit: int | None) -> str:
         return f"delivered {count} time(s)"
     warning = "; WARNING: the next delivery dead-letters it" if count >= limit else ""
     return f"delivered {count} of the {limit} time(s) after which the broker dead-letters it{warning}"
+
+
+def _facts(summary: JobSummary) -> list[str]:
+    facts = [
+        f"{label} {value}"
+        for label, value in (
+            ("args", summary.args),
+            ("retries", summary.retries),
+            ("sent", iso_utc(summary.sent_at)),
+            ("sent to", summary.sent_to),
+        )
+        if value is not None
+    ]
+    lines = ["job: " + " · ".join(facts)] if facts and summary.recognised else []
+    return [*lines, f"error: {summary.error}"] if summary.error else lines
 
 
 def _preview(message: Message) -> str:
