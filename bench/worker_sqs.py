@@ -185,7 +185,7 @@ def main() -> None:
         return
     plain, worker = rows(args.jobs, args.backlog, args.concurrency)
     print(
-        f"\n{args.jobs} no-op jobs, SQS = moto's server on 127.0.0.1, one run on a shared machine (noisy)\n"
+        f"\n{args.jobs} no-op jobs, {args.backlog} kept queued, SQS = moto's server on 127.0.0.1, one run\n"
     )
     for row in (plain, worker):
         print(f"  {row.consumer:<18} {row.rate:>8,.0f} jobs/s   {row.calls_per_job:5.3f} API calls per job")
