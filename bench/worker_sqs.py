@@ -31,7 +31,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the moto server the tests start, started the same way
 
 from sqs_server import BROKER_URL, CREDENTIALS, MotoServer, client  # noqa: E402
-from worker import STORE_URL, delete_store_keys  # noqa: E402 - bench/worker.py, beside this file
+from worker import STORE_URL, delete_store_keys, stop_process  # noqa: E402 - bench/worker.py, beside this file
 
 TASKS = HERE / "worker_apps" / "tq_tasks.py"
 BATCH = 10
@@ -114,12 +114,7 @@ class Bench:
             calls = self.calls_so_far() - calls_before - (self.own_calls - own_before)
             return Row(label, jobs, seconds, calls)
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, grace_s=30)
 
     def close(self) -> None:
         self.server.stop()

@@ -132,14 +132,22 @@ class Pipeline:
     def runs(self) -> dict[str, int]:
         return {self.short(k): int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
 
-    def every_effect_once(self, ids: list[str], dlq: str) -> int:
-        """Check the outcome of a chaos run: every job's effect committed (0 lost), each exactly once, and
-        nothing dead-lettered; returns how many runs were made in all (re-runs after kills included)."""
+    def chaos_outcome(self, ids: list[str], kills: int, dlq: str, wait_s: float) -> str:
+        """Wait for a chaos run to finish, then check it: every job's effect committed (0 lost), each
+        exactly once, nothing dead-lettered, at least three kills; returns the line that tells the run."""
+        jobs = len(ids)
+        self.wait_for(lambda: len(self.effects()) == jobs, wait_s, "every job's effect")
+        self.wait_for(lambda: self.depth() == 0, wait_s, "the queue to drain")
         effects = self.effects()
         assert set(effects) == set(ids)  # 0 lost
         assert set(effects.values()) == {1}  # every effect committed exactly once
         assert self.depth(dlq) == 0
-        return sum(self.runs().values())
+        executions = sum(self.runs().values())
+        assert executions >= jobs and kills >= 3
+        return (
+            f"{jobs} jobs, {kills} SIGKILLs, {executions} executions"
+            f" ({executions - jobs} re-run after a kill), {jobs} effects, 0 lost"
+        )
 
     def run_times(self, job_id: str) -> list[float]:
         return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
