@@ -34,3 +34,4 @@ bench: setup services
 	$(BIN)/python bench/worker_sqlite.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
+	$(BIN)/python bench/worker_sqs.py

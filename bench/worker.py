@@ -94,12 +94,17 @@ def drain_rate(broker: Broker, queue: str, total: int, start: Callable[[], subpr
             time.sleep(0.02)
         raise SystemExit(f"{queue} did not drain")
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen[bytes], grace_s: float = 20) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``grace_s``."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def spawn(*command: str, env: dict[str, str] | None = None) -> Callable[[], subprocess.Popen[bytes]]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# boto3's credential chain would ask the EC2 instance metadata service (off this machine) when a test runs
+# without test credentials: never, here.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 MANAGEMENT_URL = "http://127.0.0.1:15672/"
@@ -123,3 +128,36 @@ def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any,
         return code, (json.loads(captured.out) if captured.out.strip() else None), captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto's SQS server on a free loopback port, one per pytest process (xdist-safe)."""
+    from sqs_server import MotoServer
+
+    server = MotoServer()
+    yield server.endpoint
+    server.stop()
+
+
+@pytest.fixture
+def sqs_env(moto_endpoint: str, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The environment of a user of the local SQS: credentials, region, endpoint, and the broker URL; the
+    endpoint is returned. Worker processes started by the test inherit it."""
+    from sqs_server import BROKER_URL, CREDENTIALS
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("TQADMIN_BROKER_URL", BROKER_URL)
+    return moto_endpoint
+
+
+@pytest.fixture
+def sqs_queues(moto_endpoint: str, unique: str) -> Iterator[Any]:
+    """Create, fill and inspect uniquely named queues on the moto server; all deleted after the test."""
+    from sqs_server import SqsQueues
+
+    queues = SqsQueues(moto_endpoint, unique)
+    yield queues
+    queues.close()

@@ -11,17 +11,19 @@ from contract_harness import HARNESSES, VARIANTS, Harness, params  # the harness
 EVERY_HARNESS = {**HARNESSES, **VARIANTS}
 
 
-def opened(name: str) -> Iterator[Harness]:
-    h = EVERY_HARNESS[name]()
+def opened(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """The harness named by the fixture's parameter, given the fixtures its constructor asks for."""
+    kind = EVERY_HARNESS[request.param]
+    h = kind(**{name: request.getfixturevalue(name) for name in kind.fixtures})  # type: ignore[call-arg]
     yield h
     h.close()
 
 
 @pytest.fixture(params=params(HARNESSES))
 def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    yield from opened(request.param)
+    yield from opened(request)
 
 
 @pytest.fixture(params=params(EVERY_HARNESS))
 def declaring_harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    yield from opened(request.param)
+    yield from opened(request)

@@ -6,7 +6,8 @@ means on that broker, and how to delete everything a test made. The suite itself
 
 To add a plugin: write a class with the members of :class:`Harness` (derive from :class:`PluginFaces` to get
 ``plugin``, ``admin`` and ``transport`` from its URL), and add it to ``HARNESSES``. Every test in
-``tests/contract`` then runs over it; ``marks`` names the server it needs (``pytest.mark.redis``...).
+``tests/contract`` then runs over it; ``marks`` names the server it needs (``pytest.mark.redis``...), and
+``fixtures`` the pytest fixtures its constructor takes by name (the moto server's endpoint, say).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from typing import Any, ClassVar, Protocol
 import pytest
 from amqp_proxy import AmqpProxy
 from rabbit_queues import queues_named
+from sqs_server import BROKER_URL, CREDENTIALS, SqsQueues
 from tqadmin_memory.broker import MemoryBroker, shared
 from tqadmin_memory.capabilities import CAPABILITIES as MEMORY_CAPABILITIES
 from tqadmin_memory.consuming import MemoryConsumer
+from tqadmin_sqs.codec import BODY_ENCODING, encode_body, to_message
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.capabilities import Capabilities, Operation
@@ -40,6 +43,7 @@ Raw = tuple[bytes, Mapping[str, Any]]  # a body and its headers, as the broker's
 class Harness(Protocol):
     url: str
     marks: ClassVar[tuple[pytest.MarkDecorator, ...]]
+    fixtures: ClassVar[tuple[str, ...]]
 
     def plugin(self) -> BrokerPlugin: ...
 
@@ -71,15 +75,19 @@ class PluginFaces:
     """``plugin``, ``admin`` and ``transport`` of the plugin that serves ``url``, as a user opens them."""
 
     url: str
+    fixtures: ClassVar[tuple[str, ...]] = ()
+
+    def config(self) -> BrokerConfig:
+        return BrokerConfig(url=self.url)
 
     def plugin(self) -> BrokerPlugin:
         return plugin_for_url(self.url)
 
     def admin(self) -> BrokerAdmin:
-        return self.plugin().admin(BrokerConfig(url=self.url))
+        return self.plugin().admin(self.config())
 
     def transport(self) -> BrokerTransport:
-        return self.plugin().transport(BrokerConfig(url=self.url))
+        return self.plugin().transport(self.config())
 
 
 class RabbitMQHarness(PluginFaces):
@@ -234,6 +242,59 @@ class SQLiteHarness(PluginFaces):
         self._dir.cleanup()
 
 
+class SqsHarness(PluginFaces):
+    """moto's SQS server (the session's); the plugin reaches it through its ``endpoint_url`` option, with
+    test credentials in the environment while the harness lives. A consumer dies by stopping with what it
+    holds unsettled: SQS gives it back when its visibility timeout runs out, as for a killed process."""
+
+    url = BROKER_URL
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = (pytest.mark.sqs,)
+    fixtures: ClassVar[tuple[str, ...]] = ("moto_endpoint",)
+
+    def __init__(self, moto_endpoint: str) -> None:
+        self.endpoint = moto_endpoint
+        self._environment = pytest.MonkeyPatch()
+        for name, value in CREDENTIALS.items():
+            self._environment.setenv(name, value)
+        self.queues = SqsQueues(moto_endpoint, f"contract-{uuid.uuid4().hex[:10]}")
+
+    def config(self) -> BrokerConfig:
+        return BrokerConfig(url=self.url, timeout_s=5, options={"endpoint_url": self.endpoint})
+
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        name = self.queues.create(uuid.uuid4().hex[:8])
+        attributes = {k: {"DataType": "String", "StringValue": str(v)} for k, v in (headers or {}).items()}
+        typed = {k: ("Number" if isinstance(v, int) else "String") for k, v in (headers or {}).items()}
+        for key, kind in typed.items():
+            attributes[key]["DataType"] = kind
+        for body in bodies:
+            text, encoded = encode_body(body)  # SQS carries text: binary bodies as the plugin encodes them
+            extra = {BODY_ENCODING: {"DataType": "String", "StringValue": "base64"}} if encoded else {}
+            self.queues.send(name, text, MessageAttributes={**attributes, **extra})
+        return name
+
+    def depth(self, queue: str) -> int:
+        return self.queues.visible(queue)
+
+    def drain(self, queue: str) -> list[Raw]:
+        taken = []
+        for raw in self.queues.drain(queue):
+            message = to_message(raw)
+            taken.append((message.body, message.headers))
+        return taken
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        return self.transport().consumer(queue, prefetch=prefetch, lease_s=lease_s)
+
+    def kill(self, consumer: Consumer) -> None:
+        consumer.stop()
+        consumer.drained()
+
+    def close(self) -> None:
+        self.queues.close()
+        self._environment.undo()
+
+
 class ListOnlyMemoryHarness(MemoryHarness):
     """A memory broker that withholds every optional operation, so that the refusals really run."""
 
@@ -249,6 +310,7 @@ HARNESSES: dict[str, type[Harness]] = {
     "rabbitmq": RabbitMQHarness,
     "memory": MemoryHarness,
     "sqlite": SQLiteHarness,
+    "sqs": SqsHarness,
 }
 """Every plugin, both faces: each test of the suite runs over each of these."""
 

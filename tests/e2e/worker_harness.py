@@ -135,6 +135,10 @@ class Pipeline:
         with plugin_for_url(AMQP_URL).transport(settings.broker_config()) as transport:
             transport.declare(queue)
 
+    def delete_queues(self) -> None:
+        """Every queue of this test on the broker (the work queue, its delay and dead-letter queues)."""
+        delete_queues(self.queue)
+
     # -- what happened ------------------------------------------------------------------------------------
 
     def effects(self) -> dict[str, int]:
@@ -142,6 +146,28 @@ class Pipeline:
 
     def runs(self) -> dict[str, int]:
         return {self.short(k): int(v) for k, v in self.redis.hgetall(f"{self.key}:runs").items()}
+
+    @property
+    def dlq(self) -> str:
+        """The work queue's dead-letter queue on this pipeline's broker."""
+        return f"{self.queue}.dlq"
+
+    def chaos_outcome(self, ids: list[str], kills: int, dlq: str, wait_s: float) -> str:
+        """Wait for a chaos run to finish, then check it: every job's effect committed (0 lost), each
+        exactly once, nothing dead-lettered, at least three kills; returns the line that tells the run."""
+        jobs = len(ids)
+        self.wait_for(lambda: len(self.effects()) == jobs, wait_s, "every job's effect")
+        self.wait_for(lambda: self.depth() == 0, wait_s, "the queue to drain")
+        effects = self.effects()
+        assert set(effects) == set(ids)  # 0 lost
+        assert set(effects.values()) == {1}  # every effect committed exactly once
+        assert self.depth(dlq) == 0
+        executions = sum(self.runs().values())
+        assert executions >= jobs and kills >= 3
+        return (
+            f"{jobs} jobs, {kills} SIGKILLs, {executions} executions"
+            f" ({executions - jobs} re-run after a kill), {jobs} effects, 0 lost"
+        )
 
     def run_times(self, job_id: str) -> list[float]:
         return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
@@ -170,7 +196,7 @@ class Pipeline:
         return sum(depth(name) for name in queues_named(self.queue) if not name.endswith(".dlq"))
 
     def dead_letters(self) -> list[tuple[Any, bytes]]:
-        return drain(f"{self.queue}.dlq")
+        return drain(self.dlq)
 
     def wait_for(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
         """Poll until ``condition`` holds; a deadline for the pipeline to finish, not a speed assertion."""
@@ -197,23 +223,11 @@ class Pipeline:
             self.kill(workers[victim])
             workers[victim] = self.start(*worker)
             kills += 1
-        self.wait_for(lambda: len(self.effects()) == jobs, 60, "every job's effect")
-        self.wait_for(lambda: self.depth() == 0, 30, "the queue to drain")
-
-        effects, runs = self.effects(), self.runs()
-        assert set(effects) == set(ids)  # 0 lost
-        assert set(effects.values()) == {1}  # every effect committed exactly once
-        assert self.depth(f"{self.queue}.dlq") == 0
-        executions = sum(runs.values())
-        assert executions >= jobs and kills >= 3
-        return (
-            f"{jobs} jobs, {processes} workers, {kills} SIGKILLs, {executions} executions "
-            f"({executions - jobs} re-run after a kill), {sum(effects.values())} effects, 0 lost"
-        )
+        return self.chaos_outcome(ids, kills, self.dlq, wait_s=60)
 
     def cleanup(self) -> None:
         self.stop_all()
-        delete_queues(self.queue)
+        self.delete_queues()
         keys = [
             *self.redis.scan_iter(f"{self.key}:*"),
             *self.redis.scan_iter(f"*{self.id_prefix}*"),

@@ -59,7 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=_prefix,
         default="demo",
         metavar="P",
-        help="queue names start with P. (default demo: demo.images, demo.emails, ...)",
+        help="queue names start with P and the broker's separator (default demo: demo.images, demo.emails,"
+        " ...; demo-images on SQS)",
     )
     parser.add_argument(
         "--seed", type=int, default=7, metavar="N", help="seed of the injected failures and the traffic (7)"
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = ctx.settings
     settings.require_writable("demo")
     app_class = None if args.no_ui else _dashboard()
-    layout = plan(args.queue_prefix, args.workers, ctx.plugin().dlq_name)
+    plugin = ctx.plugin()
+    layout = plan(args.queue_prefix, args.workers, plugin.dlq_name, plugin.name_separator)
     chaos = Chaos(failure_rate=args.failure_rate, seed=args.seed, slow_s=args.job_timeout + 1.0)
 
     from tqadmin.demo.wiring import connect

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from tqadmin.admin.purge import purge_with_backup
+from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import finish
-from tqadmin.errors import ConfirmationRefused
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import ActionReport
 
@@ -44,13 +43,4 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def confirm(queue: str) -> None:
     """Ask for the queue's name on a terminal; anything else refuses (exit 2)."""
-    if not sys.stdin.isatty():
-        raise ConfirmationRefused(
-            f"purge of {queue!r} needs confirmation: run it on a terminal or pass --yes"
-        )
-    print(f"This drops every message of {queue!r}. Type the queue name to confirm: ", end="", file=sys.stderr)
-    answer = sys.stdin.readline().rstrip("\r\n")  # exact: queue names may begin or end with a space
-    if answer != queue:
-        raise ConfirmationRefused(
-            f"purge of {queue!r} refused: the name typed did not match; nothing was sent"
-        )
+    confirm_by_name(queue, "purge", f"This drops every message of {queue!r}")

@@ -17,16 +17,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         listing = admin.list_queues()
+        unavailable = dict(admin.capabilities.unavailable)
     queues = [q for q in listing.queues if not args.name_filter or args.name_filter in q.name]
     document = {
         "queues": [q.to_json() for q in queues],
         "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
+        "unavailable": unavailable,
     }
-    ctx.emit(document, lambda: render(QueueListing(tuple(queues), listing.alarms, listing.broker)))
+    shown = QueueListing(tuple(queues), listing.alarms, listing.broker)
+    ctx.emit(document, lambda: render(shown, unavailable))
     return 0
 
 
-def render(listing: QueueListing) -> str:
+def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> str:
     lines = [printable(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
     rows = [
         (
@@ -58,7 +61,20 @@ def render(listing: QueueListing) -> str:
         "DLQ MSGS",
     )
     lines.append(table(headers, rows) if rows else "no queues")
+    lines += [
+        f"{COLUMN_OF.get(figure, figure)}: - (unavailable: {why})"
+        for figure, why in (unavailable or {}).items()
+    ]
     return "\n".join(lines)
+
+
+COLUMN_OF = {
+    "consumers": "CONSUMERS",
+    "publish_rate": "PUB/S",
+    "deliver_rate": "DELIV/S",
+    "ack_rate": "ACK/S",
+    "oldest_age_s": "OLDEST",
+}
 
 
 def _rate(value: float | None) -> float | None:

@@ -3,6 +3,9 @@
 The server-side path (the broker's own move) needs one target for every message, so it is
 taken only with ``--to`` or when a look at the queue finds a single original queue; where it cannot rewrite
 headers, it does not add to ``x-tq-replays`` (the report says so) and runs only with ``--server-side``.
+A broker whose own redrive sends dead letters back where they came from (``server_side_replay``: an SQS
+message move task) takes that path by default when nothing needs the client (no filter, limit, rate, dry
+run or --skip-done), without a look at the messages first.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tqadmin.commands.transfer_options import (
     plan_from,
     require_writable_unless_dry_run,
     run_client_side,
+    run_redrive,
     run_server_side,
     want_server_side,
 )
@@ -68,6 +72,12 @@ def _replay(
             already_done=already_done,
             unrouted_reason=NO_ORIGIN,
         )
+        if admin.capabilities.server_side_replay:
+            if want_server_side(args, "--limit needs the client path" if args.limit else None):
+                report = run_redrive(admin, ctx, args.source, args.to)
+                if report is not None:
+                    return finish(ctx, TransferOutcome(_noted(report, admin)))
+            return finish(ctx, run_client_side(admin, ctx, plan))
         # Opt-in only where the server-side path copies messages as they are: it
         # cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
         server = args.side == "server" or (args.side is None and admin.capabilities.server_side_rewrites)

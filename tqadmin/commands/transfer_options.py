@@ -79,9 +79,27 @@ def require_writable_unless_dry_run(args: argparse.Namespace, ctx: CommandContex
 def run_server_side(
     admin: BrokerAdmin, ctx: CommandContext, action: str, source: str, target: str, *, limit: int | None
 ) -> ActionReport | None:
-    ctx.progress(f"{action}: server-side, {source} -> {target}")
+    """The broker's own move (a RabbitMQ shovel); ``None`` when it is not available (then said so)."""
+    return _on_the_broker(
+        admin, ctx, action, f"{source} -> {target}", lambda: admin.server_side_move(source, target, limit)
+    )
+
+
+def run_redrive(admin: BrokerAdmin, ctx: CommandContext, dlq: str, target: str | None) -> ActionReport | None:
+    """The broker's own redrive of a dead-letter queue (an SQS message move task), to ``target`` or where
+    each message came from; ``None`` when it is not available (then said so)."""
+    where = f"{dlq} -> {target or 'the queues the messages came from'}"
+    return _on_the_broker(
+        admin, ctx, "replay", where, lambda: admin.server_side_replay(dlq, target, ctx.progress)
+    )
+
+
+def _on_the_broker(
+    admin: BrokerAdmin, ctx: CommandContext, action: str, where: str, call: Callable[[], ActionReport | None]
+) -> ActionReport | None:
+    ctx.progress(f"{action}: server-side, {where}")
     try:
-        report = admin.server_side_move(source, target, limit)
+        report = call()
     except KeyboardInterrupt:
         raise PartialFailure(
             f"{action} interrupted: a server-side move already started keeps moving the messages inside the"

@@ -45,6 +45,14 @@ class FocusedAdmin(BrokerAdmin):
     def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
         return self.inner.server_side_move(source, target, limit)
 
+    def server_side_replay(
+        self, dlq: str, target: str | None, progress: Callable[[str], None]
+    ) -> ActionReport | None:
+        return self.inner.server_side_replay(dlq, target, progress)
+
+    def peek_risk(self, queue: str) -> str | None:
+        return self.inner.peek_risk(queue)
+
     def queue_exists(self, queue: str) -> bool:
         return self.inner.queue_exists(queue)
 

@@ -138,7 +138,8 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
 
     The broker counts the work and dead-letter queues itself (the management API's figures lag by a few
     seconds); the retry queues, named by the worker's delay tiers, are found in the listing and only those
-    it does not report empty are counted again.
+    it does not report empty are counted again; where retries wait in the work queue itself, the listing's
+    ``delayed`` is added.
     """
     counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
     note = ""
@@ -150,6 +151,8 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
     for queue in listed:
         if layout.owns(queue.name) and queue.name not in counts and queue.messages:
             counts[queue.name] = _exact_count(admin, queue.name)
+        elif queue.name in counts and queue.delayed:  # retries waiting in the queue itself (SQS, memory)
+            counts[queue.name] += queue.delayed
     dead_letters = {name: counts[name] for name in layout.dead_letter_queues}
     return BrokerView(
         left_in_queues=sum(n for name, n in counts.items() if name not in dead_letters),

@@ -9,7 +9,7 @@ no driver: a plugin imports pika, redis or boto3 inside its own package and tran
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
@@ -146,6 +146,20 @@ class BrokerAdmin(Closing):
         """Move without a client in the data path (a RabbitMQ shovel); ``None`` when not available here."""
         return None
 
+    def server_side_replay(
+        self, dlq: str, target: str | None, progress: Callable[[str], None]
+    ) -> ActionReport | None:
+        """Send the messages of dead-letter queue ``dlq`` back with the broker's own redrive, to ``target``
+        or (``None``) where each came from, reporting on the way through ``progress``; ``None`` when that is
+        not available here. Only called where ``capabilities.server_side_replay`` says so."""
+        return None
+
+    def peek_risk(self, queue: str) -> str | None:
+        """Why looking at ``queue`` can change what becomes of its messages (a look that counts toward a
+        limit after which the broker dead-letters them), or ``None`` when a look cannot; the CLI asks before
+        such a peek."""
+        return None
+
     def queue_exists(self, queue: str) -> bool:
         """Whether ``queue`` exists; the default looks it up in :meth:`list_queues`."""
         return any(q.name == queue for q in self.list_queues().queues)
@@ -171,6 +185,9 @@ class BrokerPlugin(ABC):
     schemes: ClassVar[tuple[str, ...]]
     capabilities: ClassVar[Capabilities]
     options: ClassVar[tuple[PluginOption, ...]] = ()
+    name_separator: ClassVar[str] = "."
+    """What joins the parts of a queue name that tqadmin makes up (the demo's ``demo.images``): a character
+    the broker allows in queue names (SQS allows no dot)."""
 
     def dlq_name(self, queue: str) -> str:
         """The dead-letter queue tqadmin gives ``queue`` on this broker (INTERFACE.md: ``Q.dlq`` where a

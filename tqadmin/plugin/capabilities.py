@@ -39,6 +39,10 @@ class Capabilities:
     them raw. ``server_side_rewrites`` is whether :meth:`~tqadmin.plugin.base.BrokerAdmin.server_side_move`
     can add to ``x-tq-replays`` (a shovel or a redrive task cannot: replay then takes it only when asked);
     ``server_side_needs`` says what that path needs on the broker, for when it turns out unavailable.
+    ``server_side_replay`` is whether the broker's own redrive can send a dead-letter queue's messages back
+    where they came from (:meth:`~tqadmin.plugin.base.BrokerAdmin.server_side_replay`, an SQS message move
+    task): replay then takes that path by default when nothing asks for the client (no filter, limit, rate
+    or dry run), without looking at the messages first.
     """
 
     supported: frozenset[Operation]
@@ -48,6 +52,7 @@ class Capabilities:
     broker_headers: frozenset[str] = frozenset()
     server_side_rewrites: bool = False
     server_side_needs: str = ""
+    server_side_replay: bool = False
 
     def supports(self, operation: Operation) -> bool:
         return operation in self.supported
