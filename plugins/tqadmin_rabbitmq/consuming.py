@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.transport import Consumer, Inbound, Outgoing, dlq_name
 from tqadmin_rabbitmq.confirms import Settlement
@@ -29,8 +29,6 @@ from tqadmin_rabbitmq.session import DUE_MS, ConfirmSession
 
 log = logging.getLogger("tqadmin.worker")
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 # Headers RabbitMQ adds when a delay queue dead-letters a message back: they grow with every retry.
 _BROKER_HEADERS = frozenset(
     f"x-{k}"
@@ -68,7 +66,8 @@ class RabbitConsumer(ConfirmSession, Consumer):
 
     def run(self, on_message: Callable[[Inbound], None]) -> None:
         self._on_message = on_message
-        attempt = 0
+        backoff = reconnect_backoff()
+        failures = 0
         while not self._stop.is_set():
             self._opened = False
             ended = self.run_once()
@@ -77,8 +76,8 @@ class RabbitConsumer(ConfirmSession, Consumer):
             error = translate(ended, self.url)
             if isinstance(error, NotAuthorized):
                 raise error
-            attempt = 0 if self._opened else attempt + 1
-            delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+            failures = 1 if self._opened else failures + 1
+            delay = backoff.delay(failures)
             log.warning("connection lost (%s); reconnecting in %.1f s", error, delay)
             self._stop.wait(delay)
 
