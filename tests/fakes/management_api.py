@@ -10,7 +10,8 @@ wrong shape, a slow or trickling answer, a huge body, a dropped connection or a 
         api.fail("/api/nodes", garbage())
         main(["queues", "--management-url", api.url])
 
-Runs on 127.0.0.1 at a free port in daemon threads; ``api.requests`` records every path asked for.
+Runs on 127.0.0.1 at a free port in daemon threads; ``api.requests`` records every path asked for and
+``api.requested_at`` when (``time.monotonic()``, path).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -149,6 +151,7 @@ class FakeManagementAPI:
         ]
         self.bindings: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (vhost, exchange) -> bindings
         self.requests: list[str] = []
+        self.requested_at: list[tuple[float, str]] = []
         self.stopping = threading.Event()
         self._faults: list[_Fault] = []
         self._lock = threading.Lock()
@@ -272,6 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         self.api.requests.append(self.path)
+        self.api.requested_at.append((time.monotonic(), self.path))
         fault = self.api._fault_for(path)
         if fault is not None:
             fault(self)

@@ -3,7 +3,8 @@
 Polls run in thread workers (blocking drivers must never freeze the UI) and post their outcome back as
 messages; the next poll is scheduled only when the previous one has finished, so a slow broker slows the
 poll rate instead of piling up requests. After a failure the last good data stays on screen, marked stale,
-and the poll backs off exponentially until the broker answers again.
+and the poll is retried after one refresh, then every 1.5 refreshes (at most once a second), so the board
+shows the broker back within two refreshes of its return (:func:`tqadmin.tui.model.retry_delay`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
-from tqadmin.tui.model import QueueBoard, backoff_delay
+from tqadmin.tui.model import QueueBoard, retry_delay
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
@@ -38,7 +39,6 @@ from tqadmin.tui.state import PollState
 from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
-BACKOFF_CAP_S = 60.0
 
 
 class TqadminApp(App[None]):
@@ -189,7 +189,7 @@ class TqadminApp(App[None]):
     def on_poll_failed(self, event: PollFailed) -> None:
         if event.generation != self._generation:
             return
-        delay = backoff_delay(self.poll_state.failures + 1, self.refresh_s, BACKOFF_CAP_S)
+        delay = retry_delay(self.poll_state.failures + 1, self.refresh_s)
         self.poll_state = self.poll_state.failed(event.error, delay)
         self.queues_changed.publish(None)
         self._schedule(delay)
