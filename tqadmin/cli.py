@@ -13,11 +13,10 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Protocol, cast
 
-from tqadmin import config
+from tqadmin import config, logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
@@ -112,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "ui"])
     verbose = bool(args.verbose)
+    logs.setup(verbose)
     try:
         settings = config.resolve(
             config.Overrides(
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _load(module_name).run(args, ctx)
     except TqadminError as exc:
         if verbose:
-            traceback.print_exc()
+            logs.print_traceback(exc)
         print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
@@ -142,9 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         if verbose:
-            traceback.print_exc()
-        detail = mask_text(f"{type(exc).__name__}: {exc}")
-        print(f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v", file=sys.stderr)
+            logs.print_traceback(exc)
+        print(logs.internal_error_line(exc), file=sys.stderr)
         return int(ExitCode.INTERNAL)
 
 

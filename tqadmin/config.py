@@ -16,7 +16,7 @@ from typing import Any
 
 from tqadmin import audit
 from tqadmin.errors import ConfigError, ReadOnly
-from tqadmin.masking import mask_url
+from tqadmin.masking import mask_url, masked_repr
 
 DEFAULT_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 DEFAULT_STORE_URL = "redis://127.0.0.1:6379/0"
@@ -52,6 +52,9 @@ class Settings:
     verbose: bool = False
     explicit_broker: bool = False
 
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
     def require_writable(self, action: str) -> None:
         """Raise before anything is sent when this profile may not write (:class:`ReadOnly`) or the write
         could not be audited."""
@@ -78,6 +81,9 @@ class Overrides:
     read_only: bool = False
     timeout_s: float | None = None
     verbose: bool = False
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 from contextlib import AbstractContextManager, nullcontext
 
+from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
@@ -81,13 +81,6 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
-    logging.basicConfig(
-        level=logging.INFO if ctx.settings.verbose else logging.WARNING,
-        format="%(asctime)s %(process)d %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
-    logging.getLogger("pika").setLevel(logging.WARNING if ctx.settings.verbose else logging.CRITICAL)
 
     def child() -> int:
         from tqadmin.store.factory import open_store
@@ -105,6 +98,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except TqadminError as exc:
             print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
             return int(exc.exit_code)
+        except Exception as exc:  # a bug: said here, masked, rather than by multiprocessing, raw
+            if ctx.settings.verbose:
+                logs.print_traceback(exc)
+            print(logs.internal_error_line(exc), file=sys.stderr, flush=True)
+            return int(ExitCode.INTERNAL)
         return 0
 
     return supervise(child)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from rich.text import Text
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -23,6 +24,7 @@ from textual.timer import Timer
 
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectError, TqadminError
+from tqadmin.logs import masked_traceback
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
@@ -39,6 +41,21 @@ from tqadmin.tui.state import PollState
 from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
+
+
+class MaskedCrash(Exception):
+    """What the dashboard reports when it crashes: the traceback with secrets masked and no locals.
+
+    Textual's own crash report prints every frame's local variables, broker URLs with their passwords
+    among them; it renders an exception that has ``__rich__`` as that instead.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.text = masked_traceback(error)
+
+    def __rich__(self) -> Text:
+        return Text(self.text)
 
 
 class TqadminApp(App[None]):
@@ -120,6 +137,12 @@ class TqadminApp(App[None]):
 
     def on_mount(self) -> None:
         self.start_polling()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Crash as Textual does (exit code 1, the report on stderr), with the report masked."""
+        crash = MaskedCrash(error)
+        crash.__cause__ = error  # for a test's traceback; the report printed is ``crash.text``
+        super()._handle_exception(crash)
 
     # -- polling ---------------------------------------------------------------------------------------
 
