@@ -106,7 +106,12 @@ class ManagementClient:
             raw = self._read_capped(response, call, deadline, max_bytes or self.max_body_bytes)
         except httpx.TimeoutException:
             raise self._timeout(call) from None
-        except httpx.HTTPError as exc:
+        except httpx.NetworkError as exc:  # reset (or the socket failed) mid-answer: the link, not the API
+            raise Unreachable(
+                f"the connection to {self.where} was reset while it answered {call} ({_detail(exc)}): "
+                "check the broker's health and any proxy or load balancer in between"
+            ) from None
+        except httpx.HTTPError as exc:  # an orderly close before the announced end: a broken answer
             raise BadResponse(
                 f"{self.where} cut its answer to {call} short ({_detail(exc)}): "
                 "check the broker's health and any proxy in between"

@@ -3,7 +3,8 @@
 It serves the calls tqadmin makes (paged, column-filtered ``/api/queues/<vhost>``, one queue, ``/api/nodes``,
 exchange bindings) from an in-memory model that a test seeds (``seed(10_000)``), and answers
 any path with a canned failure instead (``fail("/api/queues", status(500))``): 401/403/404/5xx, garbage, a
-wrong shape, a slow or trickling answer, a huge body, a dropped connection or a truncated body.
+wrong shape, a slow or trickling answer, a huge body, a dropped connection, a truncated body or a connection
+reset in the middle of the body.
 
     with FakeManagementAPI() as api:
         api.seed(3, ready=5)
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -125,6 +128,25 @@ def truncated() -> Answer:
         h.wfile.write(body)
         h.wfile.flush()
         h.close_connection = True
+        h.connection.close()
+
+    return answer
+
+
+def reset_mid_body() -> Answer:
+    """Announce a body, send part of it, and reset the connection (RST): a broker or proxy that died while
+    answering, as opposed to :func:`truncated`'s orderly close."""
+
+    def answer(h: _Handler) -> None:
+        body = b'{"items": [{"name": "a"}], "page_count": 1, "filtered_count"'
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body) * 2))
+        h.end_headers()
+        h.wfile.write(body)
+        h.wfile.flush()
+        h.close_connection = True
+        h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         h.connection.close()
 
     return answer

@@ -10,23 +10,27 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import pika.exceptions as pe
 import pytest
+from conftest import AmqpQueues
 from fakes.management_api import (
     Answer,
     FakeManagementAPI,
     dropped,
     garbage,
     huge,
+    reset_mid_body,
     shape,
     slow,
     status,
     trickle,
     truncated,
 )
-from tqadmin_rabbitmq.connection import connect
+from pika.adapters.blocking_connection import BlockingChannel
+from tqadmin_rabbitmq.connection import connect, translated
 
 from tqadmin.cli import main
-from tqadmin.errors import ConnectTimeout, ExitCode, NotAuthorized, Unreachable
+from tqadmin.errors import BrokerError, ConnectTimeout, ExitCode, NotAuthorized, Unreachable
 
 SECRET = "s3cret-Pw"
 BROKER = f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F"
@@ -210,6 +214,16 @@ def test_a_truncated_body_is_exit_4(
     assert "short" in err
 
 
+def test_a_connection_reset_while_the_answer_is_sent_is_exit_3(
+    isolated_env: Path, api: FakeManagementAPI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was exit 4, "cut its answer short", as for a body cut by an orderly close; a reset is exit 3."""
+    api.fail("/api/queues", reset_mid_body())
+    code, err = run_queues(capsys, api.url)
+    assert code == CONNECT
+    assert "reset" in err and api.url in err
+
+
 def test_a_connection_dropped_before_any_answer_is_exit_3(
     isolated_env: Path, api: FakeManagementAPI, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -277,3 +291,32 @@ def test_an_unknown_amqp_host_says_to_check_the_host_name(isolated_env: Path) ->
     with pytest.raises(Unreachable) as info:
         connect(f"amqp://guest:{SECRET}@no-such-host.invalid:5672/%2F", timeout_s=5)
     assert "host name" in str(info.value)
+
+
+def test_the_plugin_translates_driver_failures_and_lets_its_own_bugs_through() -> None:
+    """Any exception used to become "broker error" (exit 4) with the cause dropped, a TypeError included."""
+    with pytest.raises(TypeError), translated(BROKER):
+        raise TypeError("a bug of ours")
+    with pytest.raises(BrokerError) as info, translated(BROKER):
+        raise pe.MethodNotImplemented(f"no such method on {BROKER}")
+    assert "MethodNotImplemented" in str(info.value) and SECRET not in str(info.value)
+    assert isinstance(info.value.__cause__, pe.MethodNotImplemented)
+
+
+@pytest.mark.rabbitmq
+def test_a_bug_under_the_plugin_is_exit_1_with_its_masked_traceback_under_v(
+    isolated_env: Path,
+    amqp_queues: AmqpQueues,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queue = amqp_queues.declare("bug")
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise TypeError(f"basic_get got a bad argument talking to {BROKER}")
+
+    monkeypatch.setattr(BlockingChannel, "basic_get", broken)
+    assert main(["-v", "peek", queue, "--broker", BROKER.replace(SECRET, "guest")]) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "TypeError: basic_get got a bad argument" in err
+    assert SECRET not in err and "amqp://guest:***@" in err
