@@ -152,7 +152,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
     pid = beam_pid()
     prefix = f"tq-bench-poll-{uuid.uuid4().hex[:8]}-"
-    config = BrokerConfig(AMQP_URL, MANAGEMENT_URL, timeout_s=60)
+    config = BrokerConfig(AMQP_URL, timeout_s=60, options={"management_url": MANAGEMENT_URL})
     admin = RabbitMQAdmin(config)
     every_poll = RabbitMQAdmin(config, budget=1.0, min_interval_s=0.0)
     full = httpx.Client(auth=("guest", "guest"), timeout=60, headers={"accept-encoding": "identity"})

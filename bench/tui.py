@@ -128,7 +128,7 @@ def main() -> int:
     for count in args.sizes:
         with FakeManagementAPI() as api:
             api.seed(count, prefix="bench-", ready=5, publish_rate=1.5)
-            admin = RabbitMQAdmin(BrokerConfig(AMQP_URL, api.url, 30.0))
+            admin = RabbitMQAdmin(BrokerConfig(AMQP_URL, 30.0, {"management_url": api.url}))
             paint_http = asyncio.run(first_paint(admin, count))
         paint_fake = asyncio.run(first_paint(FakeAdmin(extra=count - 4), count + 4))
         virtual, datatable = asyncio.run(refresh_cost(count))

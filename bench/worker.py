@@ -72,8 +72,7 @@ def delete_store_keys(prefix: str) -> None:
 
 def transport_tiers(queues: list[str]) -> list[str]:
     from tqadmin_rabbitmq.naming import tier_queue
-
-    from tqadmin.pipeline.retry import DelayTiers
+    from tqadmin_rabbitmq.tiers import DelayTiers
 
     return [tier_queue(q, t) for q in queues for t in DelayTiers.up_to(60).tiers_s if t > 0]
 

@@ -23,6 +23,8 @@ from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
 from tqadmin.masking import mask_text
+from tqadmin.plugin.base import PluginOption
+from tqadmin.plugin.registry import installed_options
 
 # name -> (module under tqadmin.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,9 +67,15 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     group = parser.add_argument_group("global options")
     group.add_argument("--profile", default=default(None), help="profile from the config file")
     group.add_argument("--broker", dest="broker_url", default=default(None), metavar="URL", help="broker URL")
-    group.add_argument(
-        "--management-url", default=default(None), metavar="URL", help="RabbitMQ management API"
-    )
+    for option in installed_options():  # --management-url and the like, declared by the broker plugins
+        if option.flag:
+            group.add_argument(
+                option.flag,
+                dest=_option_dest(option),
+                default=default(None),
+                metavar="VALUE",
+                help=option.help,
+            )
     group.add_argument(
         "--store", dest="store_url", default=default(None), metavar="URL", help="state store URL"
     )
@@ -87,6 +95,10 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     group.add_argument(
         "-v", "--verbose", action="store_true", default=default(False), help="tracebacks, debug"
     )
+
+
+def _option_dest(option: PluginOption) -> str:
+    return f"broker_option_{option.name}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,7 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             config.Overrides(
                 profile=args.profile,
                 broker_url=args.broker_url,
-                management_url=args.management_url,
+                broker_options={
+                    o.name: value
+                    for o in installed_options()
+                    if (value := getattr(args, _option_dest(o), None))
+                },
                 store_url=args.store_url,
                 config_path=args.config_path,
                 read_only=args.read_only,

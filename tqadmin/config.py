@@ -7,9 +7,10 @@ can live in the config file or the environment, so no one ever has to type a pas
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,22 @@ from typing import Any
 from tqadmin import audit
 from tqadmin.errors import ConfigError, ReadOnly
 from tqadmin.masking import mask_url, masked_repr
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.registry import installed_options, plugin_for_url
 
 DEFAULT_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 DEFAULT_STORE_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_CONFIG_PATH = Path("~/.config/tqadmin/config.toml")
 DEFAULT_AUDIT_LOG = Path("~/.local/state/tqadmin/audit.jsonl")
+
+THRESHOLD_KEYS = frozenset(
+    {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
+)
+PROFILE_KEYS = frozenset(
+    {"broker", "store", "read_only", "production", "timeout", "audit_log", "thresholds", *THRESHOLD_KEYS}
+)
+TOP_LEVEL_KEYS = frozenset({"default_profile", "profiles"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +52,7 @@ class Settings:
 
     profile: str | None = None
     broker_url: str = DEFAULT_BROKER_URL
-    management_url: str | None = None
+    broker_options: Mapping[str, str] = field(default_factory=dict)
     store_url: str = DEFAULT_STORE_URL
     read_only: bool = False
     production: bool = False
@@ -62,6 +73,10 @@ class Settings:
             raise ReadOnly(action, self.profile)
         audit.ensure_writable(self.audit_log)
 
+    def broker_config(self) -> BrokerConfig:
+        """What the broker plugin connects with: the URL, the timeout and its own options."""
+        return BrokerConfig(url=self.broker_url, timeout_s=self.timeout_s, options=dict(self.broker_options))
+
     def describe(self) -> str:
         """One line naming the profile and broker, with credentials masked."""
         name = self.profile or "default"
@@ -75,7 +90,7 @@ class Overrides:
 
     profile: str | None = None
     broker_url: str | None = None
-    management_url: str | None = None
+    broker_options: Mapping[str, str] = field(default_factory=dict)  # plugin option name -> flag value
     store_url: str | None = None
     config_path: str | None = None
     read_only: bool = False
@@ -84,6 +99,15 @@ class Overrides:
 
     def __repr__(self) -> str:
         return masked_repr(self)
+
+
+def plugin_environment(settings: Settings) -> dict[str, str]:
+    """The environment that hands this run's broker plugin options to a child process (a demo worker)."""
+    return {
+        option.env: settings.broker_options[option.name]
+        for option in plugin_for_url(settings.broker_url).options
+        if option.env and option.name in settings.broker_options
+    }
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -113,6 +137,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
     if explicit_config and not config_path.exists():
         raise ConfigError(f"config file {config_path} does not exist (set by --config or TQADMIN_CONFIG)")
     config = load_config_file(config_path)
+    check_keys(config, config_path)
 
     profile_name = overrides.profile or env.get("TQADMIN_PROFILE") or config.get("default_profile")
     profile = _profile_table(config, profile_name, config_path)
@@ -124,7 +149,13 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         return value
 
     broker = pick(overrides.broker_url, "TQADMIN_BROKER_URL", "broker")
-    read_only = overrides.read_only or _truthy(env.get("TQADMIN_READ_ONLY")) or bool(profile.get("read_only"))
+    broker_url = broker or DEFAULT_BROKER_URL
+    options: dict[str, str] = {}
+    for option in plugin_for_url(broker_url).options:
+        value = pick(overrides.broker_options.get(option.name), option.env or "", option.name)
+        if value:
+            options[option.name] = value
+    read_only = overrides.read_only or _truthy(env.get("TQADMIN_READ_ONLY")) or _flag(profile, "read_only")
     timeout = (
         overrides.timeout_s if overrides.timeout_s is not None else profile.get("timeout", DEFAULT_TIMEOUT_S)
     )
@@ -133,11 +164,11 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
     audit = env.get("TQADMIN_AUDIT_LOG") or profile.get("audit_log") or str(DEFAULT_AUDIT_LOG)
     return Settings(
         profile=profile_name,
-        broker_url=broker or DEFAULT_BROKER_URL,
-        management_url=pick(overrides.management_url, "TQADMIN_MANAGEMENT_URL", "management_url"),
+        broker_url=broker_url,
+        broker_options=options,
         store_url=pick(overrides.store_url, "TQADMIN_STORE_URL", "store") or DEFAULT_STORE_URL,
         read_only=read_only,
-        production=bool(profile.get("production", False)),
+        production=_flag(profile, "production"),
         timeout_s=float(timeout),
         audit_log=Path(audit).expanduser(),
         config_path=config_path,
@@ -145,6 +176,38 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         verbose=overrides.verbose,
         explicit_broker=broker is not None,
     )
+
+
+def check_keys(config: Mapping[str, Any], path: Path) -> None:
+    """Refuse a key nobody reads: a typo such as ``read_onyl = true`` would otherwise leave a production
+    profile writable without a word. Plugin options count as known keys (any installed plugin's)."""
+    for key in config:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(_unknown(key, "at the top level", path, TOP_LEVEL_KEYS))
+    profiles = config.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"'profiles' in {path} must be a table of [profiles.NAME] tables")
+    known = PROFILE_KEYS | {option.name for option in installed_options()}
+    for name, table in profiles.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"[profiles.{name}] in {path} must be a table")
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(_unknown(key, f"in [profiles.{name}]", path, known))
+            if key == "thresholds":
+                if not isinstance(value, dict):
+                    raise ConfigError(f"[profiles.{name}.thresholds] in {path} must be a table")
+                for inner in value:
+                    if inner not in THRESHOLD_KEYS:
+                        raise ConfigError(
+                            _unknown(inner, f"in [profiles.{name}.thresholds]", path, THRESHOLD_KEYS)
+                        )
+
+
+def _unknown(key: str, where: str, path: Path, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(sorted(known))})"
+    return f"unknown key {key!r} {where} of {path}{hint}: fix or remove it"
 
 
 def _profile_table(config: Mapping[str, Any], name: str | None, path: Path) -> Mapping[str, Any]:
@@ -177,6 +240,14 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
         dlq_messages=int(dlq) if dlq is not None else 1,
         failure_rate=number("failure_rate_threshold"),
     )
+
+
+def _flag(profile: Mapping[str, Any], key: str) -> bool:
+    """A true/false key of a profile; ``read_only = "no"`` is refused rather than read as true."""
+    value = profile.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false (without quotes), not {value!r}")
+    return value
 
 
 def _truthy(value: str | None) -> bool:

@@ -9,8 +9,10 @@ from typing import Any, ClassVar
 from tqadmin.errors import BadResponse, BrokerError, NotAuthorized, QueueNotFound
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.models import Alarm, QueueListing
+from tqadmin.plugin.models import Alarm, DeathRecord, Message, QueueListing
+from tqadmin_rabbitmq import MANAGEMENT_URL
 from tqadmin_rabbitmq.capabilities import CAPABILITIES
+from tqadmin_rabbitmq.deaths import deaths
 from tqadmin_rabbitmq.listing import (
     NODE_COLUMNS,
     QUEUE_COLUMNS,
@@ -48,7 +50,7 @@ class RabbitMQAdmin(AmqpMessages, BrokerAdmin):
     ) -> None:
         self.config = config
         self.vhost = vhost_of(config.url)
-        self.endpoint = management_endpoint(config.url, config.management_url)
+        self.endpoint = management_endpoint(config.url, config.option(MANAGEMENT_URL.name))
         self._clock = clock
         self._budget = budget
         self._min_interval_s = min_interval_s
@@ -63,6 +65,9 @@ class RabbitMQAdmin(AmqpMessages, BrokerAdmin):
         if self._api is None:
             self._api = ManagementClient(self.endpoint, self.config.timeout_s)
         return self._api
+
+    def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
+        return deaths(message)
 
     def list_queues(self) -> QueueListing:
         """The vhost's queues in one or two column-filtered calls plus one call for node alarms: never a

@@ -1,8 +1,10 @@
-"""What the RabbitMQ plugin can do, and what a peek costs on it."""
+"""What the RabbitMQ plugin can do, what a peek costs on it, and how its transport applies delays."""
 
 from __future__ import annotations
 
-from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
+from tqadmin_rabbitmq.deaths import BROKER_HEADERS
+from tqadmin_rabbitmq.tiers import ABSOLUTE_SLACK_S, MAX_DELAY_S, RELATIVE_SLACK
 
 PEEK_COST = (
     "RabbitMQ has no non-destructive read: peek gets and requeues, which marks the messages redelivered, "
@@ -12,7 +14,14 @@ PEEK_COST = (
 CAPABILITIES = Capabilities(
     supported=frozenset(Operation),
     peek_cost=PEEK_COST,
-    rates=True,
-    oldest_message_age=True,
-    alarms=True,
+    broker_headers=BROKER_HEADERS,
+    server_side_needs="a RabbitMQ shovel: the shovel plugin, and a user with the policymaker tag",
+)
+
+TRANSPORT_CAPABILITIES = TransportCapabilities(
+    max_delay_s=MAX_DELAY_S,
+    delay_slack_s=ABSOLUTE_SLACK_S,
+    delay_slack_ratio=RELATIVE_SLACK,
+    leased=False,  # a channel holds its deliveries; the broker requeues them when the channel closes
+    publish_options=frozenset({"exchange", "routing_key"}),
 )

@@ -7,7 +7,10 @@ wake-up per loop turn, not one per message.
 
 Every delivery remembers the channel it came on. After a reconnect that channel is gone and the broker has
 already requeued its unacked messages, so anything addressed to it is dropped rather than sent to the new
-channel, where the same tag would name another message.
+channel, where the same tag would name another message. That is also how a dead consumer's deliveries are
+recovered: by the broker, when its channel closes.
+
+A retry goes to the delay queue of its tier (:mod:`.tiers`), declared on first use on this connection.
 """
 
 from __future__ import annotations
@@ -21,31 +24,27 @@ from typing import Any
 
 from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import NotAuthorized
-from tqadmin.plugin.transport import Consumer, Inbound, Outgoing, dlq_name
+from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.models import Message
+from tqadmin.plugin.transport import Consumer
+from tqadmin_rabbitmq.codec import to_message
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
-from tqadmin_rabbitmq.naming import tier_queue
-from tqadmin_rabbitmq.session import DUE_MS, ConfirmSession
+from tqadmin_rabbitmq.deaths import without_broker_headers
+from tqadmin_rabbitmq.naming import dlq_name, tier_queue
+from tqadmin_rabbitmq.session import Addressed, ConfirmSession
+from tqadmin_rabbitmq.tiers import LADDER
+from tqadmin_rabbitmq.topology import tier_arguments
 
 log = logging.getLogger("tqadmin.worker")
 
-# Headers RabbitMQ adds when a delay queue dead-letters a message back: they grow with every retry.
-_BROKER_HEADERS = frozenset(
-    f"x-{k}"
-    for k in (
-        "death",
-        *(f"{w}-death-{f}" for w in ("first", "last") for f in ("exchange", "queue", "reason")),
-    )
-)
-
 
 class _Token:
-    __slots__ = ("channel", "properties", "tag")
+    __slots__ = ("channel", "tag")
 
-    def __init__(self, channel: Any, tag: int, properties: Any) -> None:
+    def __init__(self, channel: Any, tag: int) -> None:
         self.channel = channel
         self.tag = tag
-        self.properties = properties
 
 
 class RabbitConsumer(ConfirmSession, Consumer):
@@ -59,12 +58,13 @@ class RabbitConsumer(ConfirmSession, Consumer):
         self._stop = threading.Event()
         self._drained = threading.Event()
         self._consumer_tag: str | None = None
-        self._on_message: Callable[[Inbound], None] = lambda _m: None
+        self._on_message: Callable[[Delivery], None] = lambda _m: None
         self._opened = False
+        self._tiers_declared: set[str] = set()  # delay queues declared on the current connection
 
     # -- the I/O thread ------------------------------------------------------------------------------------
 
-    def run(self, on_message: Callable[[Inbound], None]) -> None:
+    def run(self, on_message: Callable[[Delivery], None]) -> None:
         self._on_message = on_message
         backoff = reconnect_backoff()
         failures = 0
@@ -83,6 +83,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
 
     def on_ready(self, channel: Any) -> None:
         self._opened = True
+        self._tiers_declared.clear()  # someone may have deleted one while we were away: declare again
         with self._lock:
             self._flush_pending = False
         if self._stop.is_set():
@@ -95,19 +96,8 @@ class RabbitConsumer(ConfirmSession, Consumer):
             self._consumer_tag = str(channel.basic_consume(self.queue, self._deliver, auto_ack=False))
 
     def _deliver(self, channel: Any, method: Any, properties: Any, body: bytes) -> None:
-        headers = properties.headers or {}
-        due_ms = headers.get(DUE_MS)
-        published_at = due_ms / 1000 if isinstance(due_ms, int) else None
-        self._on_message(
-            Inbound(
-                body=body,
-                headers=headers,
-                message_id=properties.message_id,
-                redelivered=bool(method.redelivered),
-                token=_Token(channel, method.delivery_tag, properties),
-                published_at=published_at,
-            )
-        )
+        message = to_message(method, properties, body)
+        self._on_message(Delivery(message, _Token(channel, method.delivery_tag)))
 
     def _flush(self) -> None:
         with self._lock:
@@ -152,19 +142,19 @@ class RabbitConsumer(ConfirmSession, Consumer):
         if not self._call(self._flush):
             self._stop.set()
 
-    def alive(self, message: Inbound) -> bool:
-        token = message.token
+    def alive(self, delivery: Delivery) -> bool:
+        token = delivery.token
         assert isinstance(token, _Token)
         return token.channel is self.channel and token.channel.is_open
 
-    def ack(self, message: Inbound) -> bool:
-        return self._queue_settle([message], requeue=False)
+    def ack(self, delivery: Delivery) -> bool:
+        return self._queue_settle([delivery], requeue=False)
 
-    def release(self, messages: Sequence[Inbound]) -> None:
-        self._queue_settle(messages, requeue=True)
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        self._queue_settle(deliveries, requeue=True)
 
-    def _queue_settle(self, messages: Sequence[Inbound], requeue: bool) -> bool:
-        live = [m.token for m in messages if self.alive(m)]
+    def _queue_settle(self, deliveries: Sequence[Delivery], requeue: bool) -> bool:
+        live = [d.token for d in deliveries if self.alive(d)]
         if not live:
             return False
         with self._lock:
@@ -176,28 +166,30 @@ class RabbitConsumer(ConfirmSession, Consumer):
                 self._flush_pending = False
         return True
 
-    def retry_later(
-        self, message: Inbound, body: bytes, delay_s: float, headers: Mapping[str, Any] | None = None
+    def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
+        # A delay that rounds to no tier goes straight back to the work queue; others wait in their tier.
+        tier_ms = LADDER.tier_ms_for(delay_s)
+        target = tier_queue(self.queue, tier_ms / 1000) if tier_ms else self.queue
+        out = Addressed("", target, self._copy(delivery.message, headers))
+        return self._publish_then_ack(delivery, out, time.time() + tier_ms / 1000, tier_ms)
+
+    def dead_letter(self, delivery: Delivery, headers: Mapping[str, Any]) -> bool:
+        out = Addressed("", dlq_name(self.queue), self._copy(delivery.message, headers))
+        return self._publish_then_ack(delivery, out, None, 0)
+
+    @staticmethod
+    def _copy(message: Message, headers: Mapping[str, Any]) -> Message:
+        """The body and properties untouched but a per-message expiry (a dead letter must not expire, nor a
+        retry leave its tier early); the application's headers updated with ``headers`` (RabbitMQ's own
+        ``x-death`` and friends grow with every trip through a delay queue, so they stay behind)."""
+        own = {**without_broker_headers(message.headers), **headers}
+        properties = {k: v for k, v in message.properties.items() if k != "expiration"}
+        return Message(message.body, own, properties, message.id)
+
+    def _publish_then_ack(
+        self, delivery: Delivery, out: Addressed, due_at_s: float | None, tier_ms: int
     ) -> bool:
-        own = {**_own_headers(message.headers), **(headers or {})}
-        own[DUE_MS] = int((time.time() + delay_s) * 1000)
-        # Delay 0 goes straight back to the work queue; others wait in their tier's delay queue.
-        target = tier_queue(self.queue, delay_s) if delay_s > 0 else self.queue
-        out = Outgoing(body, target, "", message.message_id, own)
-        return self._publish_then_ack(message, out)
-
-    def dead_letter(self, message: Inbound, headers: Mapping[str, Any]) -> bool:
-        out = Outgoing(
-            message.body,
-            dlq_name(self.queue),
-            "",
-            message.message_id,
-            {**_own_headers(message.headers), **headers},
-        )
-        return self._publish_then_ack(message, out)
-
-    def _publish_then_ack(self, message: Inbound, out: Outgoing) -> bool:
-        token = message.token
+        token = delivery.token
         assert isinstance(token, _Token)
         done = threading.Event()
         result = [False]
@@ -208,24 +200,35 @@ class RabbitConsumer(ConfirmSession, Consumer):
                 result[0] = True
             elif outcome is not Settlement.LOST:
                 log.error(
-                    "could not store the copy of job %s in %s: %s",
-                    out.message_id,
+                    "could not store the copy of job %s in %s: %s; the original goes back to %s",
+                    out.message.id,
                     out.routing_key,
                     outcome.value,
+                    self.queue,
                 )
+                self._tiers_declared.discard(out.routing_key)
+                if token.channel is self.channel and token.channel.is_open:
+                    token.channel.basic_nack(token.tag, requeue=True)
             done.set()
 
         def publish() -> None:
             if token.channel is not self.channel or not token.channel.is_open:
                 done.set()
-                return
-            self.publish(out, settled)
+            elif tier_ms and out.routing_key not in self._tiers_declared:
+                self.channel.queue_declare(
+                    out.routing_key,
+                    durable=True,
+                    arguments=tier_arguments(self.queue, tier_ms),
+                    callback=lambda _frame: declared(),
+                )
+            else:
+                self.publish(out, settled, due_at_s)
 
-        if not self.alive(message) or not self._call(publish):
+        def declared() -> None:
+            self._tiers_declared.add(out.routing_key)
+            publish()
+
+        if not self.alive(delivery) or not self._call(publish):
             return False
         done.wait(self.timeout_s * 3)
         return result[0]
-
-
-def _own_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in headers.items() if k not in _BROKER_HEADERS}

@@ -13,9 +13,7 @@ from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
 from tqadmin.plugin.models import Alarm, QueueStats
-from tqadmin_rabbitmq.naming import is_delay_queue_of
-
-DLQ_SUFFIX = ".dlq"
+from tqadmin_rabbitmq.naming import dlq_name, is_delay_queue_of
 
 # What one poll asks for: the figures we show and nothing else, so the broker serialises little.
 QUEUE_COLUMNS = (
@@ -148,7 +146,7 @@ def _dlq_of(
             return None  # a retry tier dead-letters back into its work queue by design: that is no DLQ
         if routed is not None:
             return routed
-    convention = name + DLQ_SUFFIX
+    convention = dlq_name(name)
     return convention if convention in depth else None
 
 

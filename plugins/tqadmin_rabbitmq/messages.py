@@ -15,14 +15,14 @@ from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.base import BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult
+from tqadmin_rabbitmq.codec import DELIVERY_COUNT, to_message
 from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.shovel import Shovel, ShovelUnavailable
-from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly, to_message
+from tqadmin_rabbitmq.transfer import AmqpTransferSession, close_quietly
 
 if TYPE_CHECKING:
     from tqadmin_rabbitmq.management import ManagementClient
 
-DELIVERY_COUNT = "x-delivery-count"  # only quorum queues add it
 QUORUM_PEEK_COST = (
     f"; on this quorum queue each look adds 1 to {DELIVERY_COUNT}, and RabbitMQ drops or dead-letters a"
     " message that goes past the queue's delivery-limit: do not peek the same messages over and over"
@@ -58,7 +58,7 @@ class AmqpMessages:
         finally:
             close_quietly(connection)
         cost = self.capabilities.peek_cost
-        if any(DELIVERY_COUNT in m.headers for m in messages):
+        if any(m.delivery_count is not None for m in messages):
             cost += QUORUM_PEEK_COST
         return PeekResult(queue=queue, messages=tuple(messages), cost=cost)
 

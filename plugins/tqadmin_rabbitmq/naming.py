@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+TASK_EXCHANGE = "task_exchange"  # the durable direct exchange jobs are published to (INTERFACE.md)
 RETRY_INFIX = ".retry."
+DLQ_SUFFIX = ".dlq"
+
+
+def dlq_name(queue: str) -> str:
+    """``Q.dlq``: the dead-letter queue tqadmin declares for ``Q``."""
+    return queue + DLQ_SUFFIX
 
 
 def tier_queue(queue: str, delay_s: float) -> str:

@@ -20,10 +20,10 @@ import pika.exceptions as pe
 from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
 from tqadmin.masking import mask_url
-from tqadmin.plugin.transport import Outcome, Outgoing, PublishResult
+from tqadmin.plugin.transport import Outcome, PublishResult
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
-from tqadmin_rabbitmq.session import ConfirmSession
+from tqadmin_rabbitmq.session import Addressed, ConfirmSession
 
 WATCHDOG_S = 0.25
 
@@ -34,7 +34,7 @@ class PublishRun(ConfirmSession):
     """One ``publish`` call: its messages, their outcomes, and the connection(s) it took."""
 
     def __init__(
-        self, url: str, timeout_s: float, messages: Sequence[Outgoing], window: int, rate: float | None
+        self, url: str, timeout_s: float, messages: Sequence[Addressed], window: int, rate: float | None
     ) -> None:
         super().__init__(url, timeout_s, "tqadmin-publish")
         self.messages = messages
@@ -153,11 +153,11 @@ class PublishRun(ConfirmSession):
         if not self.pump_scheduled:
             self._schedule_pump(0)
 
-    def _refusal(self, settlement: Settlement, message: Outgoing) -> TqadminError:
-        where = f"exchange {message.exchange or '(default)'!r} with routing key {message.routing_key!r}"
+    def _refusal(self, settlement: Settlement, out: Addressed) -> TqadminError:
+        where = f"exchange {out.exchange or '(default)'!r} with routing key {out.routing_key!r}"
         if settlement is Settlement.RETURNED:
-            return Unroutable(f"job {message.message_id} was unroutable: no queue is bound to {where}")
-        return Nacked(f"RabbitMQ nacked job {message.message_id} sent to {where}: it was not stored")
+            return Unroutable(f"job {out.message.id} was unroutable: no queue is bound to {where}")
+        return Nacked(f"RabbitMQ nacked job {out.message.id} sent to {where}: it was not stored")
 
     def on_blocked(self, blocked: bool) -> None:
         self.blocked = blocked

@@ -8,30 +8,26 @@ loop returns from :meth:`run_once` after that, and the caller decides whether to
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from typing import Any
 
 import pika
 from pika.channel import Channel
 
-from tqadmin.plugin.transport import Outgoing
-from tqadmin_rabbitmq.confirms import ConfirmTracker, Settled
+from tqadmin.errors import UsageError
+from tqadmin.plugin.models import Message
+from tqadmin_rabbitmq.codec import publish_properties
+from tqadmin_rabbitmq.confirms import ConfirmTracker, Settled, Settlement
 from tqadmin_rabbitmq.connection import connection_parameters
 
-PERSISTENT = 2
-# Epoch milliseconds when the message became due (published, or its retry delay over): the worker's wait
-# time starts there. Milliseconds as an integer because AMQP field tables have no float pika can encode.
-DUE_MS = "x-tq-due-ms"
 
+@dataclass(frozen=True, slots=True)
+class Addressed:
+    """A message and where AMQP sends it: an exchange (``""`` is the default one) and a routing key."""
 
-def properties_for(message: Outgoing, extra: dict[str, Any] | None = None) -> pika.BasicProperties:
-    headers = {DUE_MS: int(time.time() * 1000), **message.headers, **(extra or {})}
-    return pika.BasicProperties(
-        delivery_mode=PERSISTENT,
-        message_id=message.message_id,
-        content_type="application/json",
-        headers=headers or None,
-    )
+    exchange: str
+    routing_key: str
+    message: Message
 
 
 class ConfirmSession:
@@ -131,17 +127,18 @@ class ConfirmSession:
 
     # -- for subclasses ----------------------------------------------------------------------------------
 
-    def publish(self, message: Outgoing, on_settled: Settled, extra: dict[str, Any] | None = None) -> None:
+    def publish(self, out: Addressed, on_settled: Settled, due_at_s: float | None = None) -> None:
         """Publish on the confirm channel (I/O thread only); ``on_settled`` is called once with its fate."""
         assert self.channel is not None
+        try:
+            properties = publish_properties(out.message, due_at_s)
+        except UsageError:  # a header AMQP cannot carry: refused before anything is sent
+            on_settled(Settlement.NACKED)
+            return
         self.channel.basic_publish(
-            message.exchange,
-            message.routing_key,
-            message.body,
-            properties_for(message, extra),
-            mandatory=True,
+            out.exchange, out.routing_key, out.message.body, properties, mandatory=True
         )
-        self.tracker.published(message.message_id or "", on_settled)
+        self.tracker.published(properties.message_id or "", on_settled)
 
     def on_ready(self, channel: Channel) -> None:
         """The confirm channel is open."""

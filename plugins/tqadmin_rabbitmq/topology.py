@@ -1,22 +1,19 @@
 """Declare what a work queue needs, accepting queues that already exist with other arguments.
 
-Retries are scheduled by the broker, not by a sleeping worker: one delay queue per tier with a queue-level
-``x-message-ttl`` whose expired messages are dead-lettered back to the work queue. Per-message expiry in one
-shared queue would make a 1 s retry wait behind a 60 s one (RabbitMQ only expires the head of a queue); a
-queue per tier keeps every message in a queue where all share the same TTL, so the head always expires first.
+Retries are scheduled by the broker, not by a sleeping worker: one delay queue per tier (:mod:`.tiers`) with a
+queue-level ``x-message-ttl`` whose expired messages are dead-lettered back to the work queue. A tier's queue
+is declared the first time a retry needs it (:func:`tier_arguments` says how), not up front.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pika
 import pika.exceptions as pe
 from pika.adapters.blocking_connection import BlockingChannel
 
-from tqadmin.plugin.transport import TASK_EXCHANGE, dlq_name
-from tqadmin_rabbitmq.naming import tier_queue
+from tqadmin_rabbitmq.naming import TASK_EXCHANGE, dlq_name
 
 PRECONDITION_FAILED = 406
 
@@ -49,20 +46,20 @@ class _Declarer:
             self.channel.exchange_declare(name, passive=True)
 
 
-def declare(connection: pika.BlockingConnection, queue: str, retry_tiers_s: Sequence[float]) -> None:
-    """The exchange, the work queue bound with its own name, ``Q.dlq`` and the retry delay queues."""
+def declare(connection: pika.BlockingConnection, queue: str) -> None:
+    """The exchange, the work queue bound with its own name, and ``Q.dlq``."""
     d = _Declarer(connection)
     d.exchange(TASK_EXCHANGE)
     d.queue(queue)
     d.channel.queue_bind(queue, TASK_EXCHANGE, routing_key=queue)
     d.queue(dlq_name(queue))
-    for delay_s in retry_tiers_s:
-        d.queue(
-            tier_queue(queue, delay_s),
-            {
-                "x-message-ttl": max(1, round(delay_s * 1000)),
-                "x-dead-letter-exchange": TASK_EXCHANGE,
-                "x-dead-letter-routing-key": queue,
-            },
-        )
     d.channel.close()
+
+
+def tier_arguments(queue: str, delay_ms: int) -> dict[str, Any]:
+    """The arguments of ``queue``'s delay queue for ``delay_ms``: expired messages go back to ``queue``."""
+    return {
+        "x-message-ttl": max(1, delay_ms),
+        "x-dead-letter-exchange": TASK_EXCHANGE,
+        "x-dead-letter-routing-key": queue,
+    }

@@ -13,139 +13,30 @@ consumer is started on the same channel (the old one's deliveries stay unacked a
 
 from __future__ import annotations
 
-import base64
-import datetime
-import decimal
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pika
 import pika.spec
 
-from tqadmin.errors import BrokerError, Nacked, Unroutable, UsageError
+from tqadmin.errors import BrokerError, Nacked, Unroutable
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message
+from tqadmin_rabbitmq.codec import to_message, to_properties
 from tqadmin_rabbitmq.connection import connect, translate, translated
 
 DEFAULT_WINDOW = 500
 _IDLE_WAIT_S = 0.2
-
-# BasicProperties attributes carried over as Message.properties (headers travel separately). ``user_id`` is
-# left out on purpose: RabbitMQ rejects a publish whose user_id is not the publishing user.
-PROPERTY_NAMES = (
-    "content_type",
-    "content_encoding",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "timestamp",
-    "type",
-    "app_id",
-    "cluster_id",
-)
 
 
 @dataclass(frozen=True, slots=True)
 class _Token:
     consumer: str
     tag: int
-
-
-def to_message(
-    method: pika.spec.Basic.Deliver | pika.spec.Basic.GetOk, props: pika.spec.BasicProperties, body: bytes
-) -> Message:
-    """A pika delivery as a driver-free :class:`Message`; its id is ``message_id`` or the body's ``id``."""
-    properties = {name: getattr(props, name) for name in PROPERTY_NAMES if getattr(props, name) is not None}
-    message = Message(
-        body=bytes(body),
-        headers=dict(props.headers or {}),
-        properties=properties,
-        redelivered=bool(method.redelivered),
-        routing_key=method.routing_key or "",
-        exchange=method.exchange or "",
-    )
-    job_id = props.message_id
-    if job_id is None:
-        job = message.job()
-        job_id = str(job["id"]) if job is not None and job.get("id") is not None else None
-    return Message(
-        body=message.body,
-        headers=message.headers,
-        properties=message.properties,
-        id=job_id,
-        redelivered=message.redelivered,
-        routing_key=message.routing_key,
-        exchange=message.exchange,
-    )
-
-
-def to_properties(message: Message) -> pika.BasicProperties:
-    """Properties for republishing ``message``: everything it carried, always persistent.
-
-    Raises :class:`UsageError` naming the message when a header cannot travel over AMQP (an imported
-    file can hold values an AMQP field table cannot), before anything of its batch is sent.
-    """
-    kept = {k: v for k, v in message.properties.items() if k in PROPERTY_NAMES and v is not None}
-    kept["delivery_mode"] = 2
-    if "message_id" not in kept and message.id is not None:
-        kept["message_id"] = message.id
-    try:
-        if "priority" in kept:
-            kept["priority"] = int(kept["priority"])
-        if "timestamp" in kept:
-            kept["timestamp"] = int(kept["timestamp"])
-        headers = _amqp_headers(message.headers)
-    except (ValueError, TypeError) as exc:
-        name = repr(message.id) if message.id is not None else "without an id"
-        raise UsageError(
-            f"message {name} cannot be sent over AMQP: {exc}; nothing of its batch was sent"
-        ) from None
-    return pika.BasicProperties(headers=headers or None, **kept)
-
-
-def _amqp_headers(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Undo the ``{"$base64": ...}`` marker that JSON export uses for binary header values, and check that
-    every value is one an AMQP field table holds."""
-    headers = {}
-    for key, item in value.items():
-        try:
-            headers[str(key)] = _amqp_value(item)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"header {key!r}: {exc}") from None
-    return headers
-
-
-def _amqp_value(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if set(value) == {"$base64"} and isinstance(value["$base64"], str):
-            return base64.b64decode(value["$base64"], validate=True)
-        return _amqp_headers(value)
-    if isinstance(value, list | tuple):
-        return [_amqp_value(v) for v in value]
-    if isinstance(value, float):
-        return _decimal(value)
-    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
-        raise ValueError(f"{value} does not fit a 64-bit AMQP integer")
-    if value is None or isinstance(value, str | bytes | int | decimal.Decimal | datetime.datetime):
-        return value
-    raise TypeError(f"{type(value).__name__} is not an AMQP field value")
-
-
-def _decimal(value: float) -> decimal.Decimal:
-    """A JSON number with a fraction as an AMQP decimal (pika sends no floating point values)."""
-    number = decimal.Decimal(repr(value)).normalize()
-    exponent = number.as_tuple().exponent
-    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-    if not number.is_finite() or places > 255 or abs(int(number.scaleb(places))) >= 2**31:
-        raise ValueError(f"{value!r} does not fit an AMQP decimal (9 digits)")
-    return number
 
 
 def close_quietly(connection: pika.BlockingConnection) -> None:

@@ -74,3 +74,10 @@ def exits(ctx: Any, job: dict[str, Any]) -> None:
     """``sys.exit`` in a job thread raises SystemExit there, which ``except Exception`` does not catch."""
     _ran(ctx, job)
     raise SystemExit(0)
+
+
+@task("attempts", max_retries=2)
+def attempts(ctx: Any, job: dict[str, Any]) -> None:
+    """Records what each run is told (``ctx.attempt``, the job's ``retry_count``), then fails."""
+    _redis.rpush(f"{job['key']}:attempts:{ctx.job_id}", f"{ctx.attempt}:{job['retry_count']}")
+    raise TransientError(f"run {ctx.attempt} fails on purpose")

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.tasks import TaskContext, TaskRegistry, TaskSpec
 from tqadmin.pipeline.worker import Worker, WorkerSettings
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound, Outgoing, PublishResult
+from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.capabilities import TransportCapabilities
+from tqadmin.plugin.models import Message
+from tqadmin.plugin.transport import BrokerTransport, Consumer, Outgoing, PublishResult
 from tqadmin.store import open_store
 from tqadmin.store.base import Claim
 from tqadmin.store.redis_store import RedisStore
@@ -44,7 +47,7 @@ class BurstConsumer(Consumer):
     """Hands every delivery over at once; records acks (checking the store first), releases, retries."""
 
     def __init__(self, bodies: Sequence[bytes], done: Callable[[str], bool]) -> None:
-        self.deliveries = [Inbound(b, {}, None, False, token=i) for i, b in enumerate(bodies)]
+        self.deliveries = [Delivery(Message(b), token=i) for i, b in enumerate(bodies)]
         self.done = done
         self.acked: list[int] = []
         self.acked_before_marked: list[int] = []
@@ -54,7 +57,7 @@ class BurstConsumer(Consumer):
         self._stopped = threading.Event()
         self._drained = threading.Event()
 
-    def run(self, on_message: Callable[[Inbound], None]) -> None:
+    def run(self, on_message: Callable[[Delivery], None]) -> None:
         for message in self.deliveries:
             on_message(message)
         self._drained.wait(30)
@@ -65,31 +68,29 @@ class BurstConsumer(Consumer):
     def drained(self) -> None:
         self._drained.set()
 
-    def alive(self, message: Inbound) -> bool:
+    def alive(self, message: Delivery) -> bool:
         return True
 
-    def _record(self, into: list[int], message: Inbound) -> bool:
+    def _record(self, into: list[int], message: Delivery) -> bool:
         with self.settled:
             into.append(int(str(message.token)))
             self.settled.notify_all()
         return True
 
-    def ack(self, message: Inbound) -> bool:
+    def ack(self, message: Delivery) -> bool:
         job_id = new_job_id(int(str(message.token)))
         if not self.done(job_id):
             self.acked_before_marked.append(int(str(message.token)))
         return self._record(self.acked, message)
 
-    def release(self, messages: Sequence[Inbound]) -> None:
+    def release(self, messages: Sequence[Delivery]) -> None:
         for message in messages:
             self._record(self.released, message)
 
-    def retry_later(
-        self, message: Inbound, body: bytes, delay_s: float, headers: Mapping[str, Any] | None = None
-    ) -> bool:
+    def retry_later(self, message: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
         return self._record(self.retried, message)
 
-    def dead_letter(self, message: Inbound, headers: Mapping[str, Any]) -> bool:
+    def dead_letter(self, message: Delivery, headers: Mapping[str, Any]) -> bool:
         raise AssertionError("nothing here is dead-lettered")
 
     def wait_for(self, settled: Callable[[], bool]) -> None:
@@ -98,18 +99,25 @@ class BurstConsumer(Consumer):
 
 
 class BurstTransport(BrokerTransport):
+    capabilities: ClassVar[TransportCapabilities] = TransportCapabilities(max_delay_s=3600)
+
     def __init__(self, consumer: BurstConsumer) -> None:
         self._consumer = consumer
 
-    def declare(self, queue: str, retry_tiers_s: Sequence[float] = ()) -> None:
+    def declare(self, queue: str) -> None:
         """Nothing to declare in memory."""
 
     def publish(
-        self, messages: Sequence[Outgoing], *, window: int = 256, rate: float | None = None
+        self,
+        messages: Sequence[Outgoing],
+        *,
+        window: int = 256,
+        rate: float | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> PublishResult:
         raise AssertionError("the worker under test publishes nothing")
 
-    def consumer(self, queue: str, *, prefetch: int) -> Consumer:
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
         return self._consumer
 
     def close(self) -> None:
@@ -175,3 +183,33 @@ def test_a_store_failure_on_a_shared_round_trip_fails_the_finished_run_and_gives
     assert consumer.acked == [2]
     assert consumer.acked_before_marked == []
     assert store.done_among(new_job_id(i) for i in range(3)) == {new_job_id(2)}
+
+
+def test_a_bug_in_the_worker_gives_the_delivery_back_and_stops_it_instead_of_redelivering_forever(
+    store: RecordingStore,
+) -> None:
+    class BuggyStore(RecordingStore):
+        def complete_and_claim(
+            self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
+        ) -> tuple[list[bool], list[Claim]]:
+            raise TypeError("a bug in the worker's own code")
+
+    buggy = BuggyStore(store._client, url=REDIS_URL, prefix=store.prefix)
+    registry = TaskRegistry()
+    registry.register(TaskSpec("noop", lambda ctx, job: None))
+    consumer = BurstConsumer([new_job("noop", job_id=new_job_id(0)).encode()], lambda _id: False)
+    worker = Worker(WorkerSettings(queue="bug", concurrency=1), BurstTransport(consumer), buggy, registry)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except TypeError as exc:
+            failed.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive()  # it stopped by itself
+    assert [str(e) for e in failed] == ["a bug in the worker's own code"]
+    assert consumer.released == [0] and consumer.acked == []  # nothing lost, nothing retried forever

@@ -102,6 +102,24 @@ class Pipeline:
             channel.basic_publish("task_exchange", self.queue, body, pika.BasicProperties(delivery_mode=2))
         connection.close()
 
+    def publish_raw_to(self, queue: str, body: bytes, headers: dict[str, Any] | None = None) -> None:
+        """One message straight into ``queue`` (the default exchange), confirmed."""
+        connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+        channel = connection.channel()
+        channel.confirm_delivery()
+        properties = pika.BasicProperties(delivery_mode=2, headers=headers)
+        channel.basic_publish("", queue, body, properties, mandatory=True)
+        connection.close()
+
+    def declare(self, queue: str) -> None:
+        """``queue`` as the worker would declare it (bound to task_exchange, with its DLQ)."""
+        from tqadmin.config import Settings
+        from tqadmin.plugin.registry import plugin_for_url
+
+        settings = Settings(broker_url=AMQP_URL)
+        with plugin_for_url(AMQP_URL).transport(settings.broker_config()) as transport:
+            transport.declare(queue)
+
     # -- what happened ------------------------------------------------------------------------------------
 
     def effects(self) -> dict[str, int]:

@@ -44,7 +44,7 @@ def test_peek_at_a_missing_queue_is_exit_4(isolated_env: Path, amqp_queues: Any,
     assert code == 4 and "does not exist" in err
 
 
-def test_dead_letters_group_by_our_headers_and_by_rabbitmqs_x_death(
+def test_dead_letters_group_by_our_headers_and_by_what_rabbitmq_recorded_in_x_death(
     isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
     dlq = amqp_queues.declare("dlq")
@@ -64,7 +64,7 @@ def test_dead_letters_group_by_our_headers_and_by_rabbitmqs_x_death(
     assert doc["groups"] == [
         {"reason": "max_retries", "count": 3},
         {"reason": "fatal", "count": 1},
-        {"reason": "rejected (x-death)", "count": 1},
+        {"reason": "rejected (by the broker)", "count": 1},
     ]
     code, doc, _ = tq_json("dead-letters", dlq, "--group-by", "task_type")
     assert doc is not None and doc["groups"][0] == {"task_type": "resize", "count": 3}

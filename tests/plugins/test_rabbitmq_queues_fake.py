@@ -22,7 +22,9 @@ def api() -> Iterator[FakeManagementAPI]:
 
 
 def admin_for(api: FakeManagementAPI, vhost: str = "%2F") -> RabbitMQAdmin:
-    config = BrokerConfig(url=f"amqp://guest:guest@127.0.0.1:5672/{vhost}", management_url=api.url)
+    config = BrokerConfig(
+        url=f"amqp://guest:guest@127.0.0.1:5672/{vhost}", options={"management_url": api.url}
+    )
     return RabbitMQAdmin(config, clock=lambda: NOW)
 
 
@@ -194,7 +196,7 @@ def test_a_poller_reuses_queue_figures_within_its_budget_but_reads_alarms_every_
 ) -> None:
     api.add_queue("stamped", ready=1, head_message_timestamp=int(NOW) - 10)
     clock = iter([NOW, NOW + 3])
-    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", management_url=api.url)
+    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", options={"management_url": api.url})
     with RabbitMQAdmin(config, clock=lambda: next(clock), min_interval_s=60) as admin:
         first, second = admin.list_queues(), admin.list_queues()
     assert api.calls_to("/api/queues") == 1
@@ -204,7 +206,7 @@ def test_a_poller_reuses_queue_figures_within_its_budget_but_reads_alarms_every_
 
 def test_without_a_budget_every_poll_fetches(api: FakeManagementAPI) -> None:
     api.seed(2)
-    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", management_url=api.url)
+    config = BrokerConfig(url="amqp://guest:guest@127.0.0.1:5672/%2F", options={"management_url": api.url})
     with RabbitMQAdmin(config, budget=1.0, min_interval_s=0) as admin:
         admin.list_queues()
         admin.list_queues()

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from queue import Queue
 
 import pika
 import pytest
 from amqp_proxy import AmqpProxy
-from rabbit_queues import AMQP_URL, api, depth, drain, queue_fixture, queue_info  # noqa: F401
+from rabbit_queues import AMQP_URL, api, depth, drain, queue_fixture, queue_info, queues_named  # noqa: F401
 from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.cli import main
-from tqadmin.plugin.base import BrokerConfig
+from tqadmin.errors import UsageError
+from tqadmin.plugin.base import BrokerConfig, Delivery
+from tqadmin.plugin.models import Message
+from tqadmin.plugin.transport import BrokerTransport, Consumer
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -26,7 +31,7 @@ def proxy() -> Iterator[AmqpProxy]:
     p.close()
 
 
-def transport(url: str = AMQP_URL, timeout_s: float = 10):
+def transport(url: str = AMQP_URL, timeout_s: float = 10) -> BrokerTransport:
     return RabbitMQPlugin().transport(BrokerConfig(url=url, timeout_s=timeout_s))
 
 
@@ -43,19 +48,54 @@ def publish_through(proxy: AmqpProxy, queue: str, jobs: Path, report: Path, *opt
     return main([*command, "--report", str(report)])
 
 
-def test_declare_binds_the_queue_makes_its_dlq_and_one_ttl_delay_queue_per_tier(queue: str) -> None:
+def consume_one(t: BrokerTransport, queue: str) -> tuple[Consumer, Delivery, threading.Thread]:
+    consumer = t.consumer(queue, prefetch=1, lease_s=30)
+    deliveries: Queue[Delivery] = Queue()
+    loop = threading.Thread(target=consumer.run, args=(deliveries.put,), daemon=True)
+    loop.start()
+    return consumer, deliveries.get(timeout=10), loop
+
+
+def stop(consumer: Consumer, loop: threading.Thread) -> None:
+    consumer.stop()
+    consumer.drained()
+    loop.join(10)
+
+
+def test_declare_binds_the_queue_and_makes_its_dlq_but_no_delay_queue_until_a_retry_needs_one(
+    queue: str,
+) -> None:
     with transport() as t:
-        t.declare(queue, [0.5, 2.0])
-    tier = queue_info(f"{queue}.retry.500ms")["arguments"]
-    assert tier == {
-        "x-message-ttl": 500,
-        "x-dead-letter-exchange": "task_exchange",
-        "x-dead-letter-routing-key": queue,
-    }
-    assert queue_info(f"{queue}.retry.2s")["arguments"]["x-message-ttl"] == 2000
+        t.declare(queue)
     assert queue_info(f"{queue}.dlq")["durable"] is True
     bindings = api("exchanges/%2F/task_exchange/bindings/source")
     assert any(b["destination"] == queue and b["routing_key"] == queue for b in bindings)
+    assert queues_named(f"{queue}.retry.") == []
+
+
+def test_a_retry_declares_its_tiers_ttl_queue_which_hands_the_body_back_untouched(queue: str) -> None:
+    body = b'{ "task_type" : "t",  "id": "r1", "x": 1.50, "s": "\\u00e9" }'
+    with transport() as t:
+        t.declare(queue)
+        assert t.publish([(queue, Message(body, id="r1"))]).all_confirmed
+        consumer, delivery, loop = consume_one(t, queue)
+        try:
+            assert consumer.retry_later(delivery, 0.2, {"x-tq-retry-count": 1}) is True
+        finally:
+            stop(consumer, loop)
+    tier = queue_info(f"{queue}.retry.200ms")["arguments"]
+    assert tier == {
+        "x-message-ttl": 200,
+        "x-dead-letter-exchange": "task_exchange",
+        "x-dead-letter-routing-key": queue,
+    }
+    for _ in range(50):
+        if depth(queue) == 1:
+            break
+        time.sleep(0.1)
+    ((properties, back),) = drain(queue)
+    assert back == body
+    assert properties.headers["x-tq-retry-count"] == 1 and properties.message_id == "r1"
 
 
 def test_declare_accepts_a_queue_that_exists_with_other_arguments(queue: str) -> None:
@@ -63,21 +103,13 @@ def test_declare_accepts_a_queue_that_exists_with_other_arguments(queue: str) ->
     connection.channel().queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
     connection.close()
     with transport() as t:
-        t.declare(queue, [1.0])
+        t.declare(queue)
     assert queue_info(queue)["type"] == "quorum"
 
 
-def test_a_delay_queue_hands_its_messages_back_to_the_work_queue(queue: str) -> None:
-    with transport() as t:
-        t.declare(queue, [0.2])
-    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
-    connection.channel().basic_publish("", f"{queue}.retry.200ms", b'{"task_type":"t"}')
-    connection.close()
-    for _ in range(50):
-        if depth(queue) == 1:
-            break
-        time.sleep(0.1)
-    assert [body for _, body in drain(queue)] == [b'{"task_type":"t"}']
+def test_exchange_and_routing_key_are_the_only_publish_options(queue: str) -> None:
+    with transport() as t, pytest.raises(UsageError, match="no publish option"):
+        t.publish([(queue, Message(b"{}"))], options={"group_id": "g"})
 
 
 def test_publish_confirms_every_job_persistently_and_reports_each_id(

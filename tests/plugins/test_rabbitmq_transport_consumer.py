@@ -10,8 +10,8 @@ from amqp_proxy import AmqpProxy
 from rabbit_queues import depth, queue_fixture  # noqa: F401 - the fixture
 from tqadmin_rabbitmq import RabbitMQPlugin
 
-from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.transport import Inbound, Outgoing
+from tqadmin.plugin.base import BrokerConfig, Delivery
+from tqadmin.plugin.models import Message
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -20,9 +20,9 @@ def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(q
     proxy = AmqpProxy()
     transport = RabbitMQPlugin().transport(BrokerConfig(url=proxy.url(), timeout_s=5))
     transport.declare(queue)
-    assert transport.publish([Outgoing(b'{"task_type": "t"}', queue, message_id="j1")]).all_confirmed
-    consumer = transport.consumer(queue, prefetch=1)
-    deliveries: Queue[Inbound] = Queue()
+    assert transport.publish([(queue, Message(b'{"task_type": "t"}', id="j1"))]).all_confirmed
+    consumer = transport.consumer(queue, prefetch=1, lease_s=30)
+    deliveries: Queue[Delivery] = Queue()
     loop = threading.Thread(target=consumer.run, args=(deliveries.put,), daemon=True)
     loop.start()
     try:
@@ -30,7 +30,7 @@ def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(q
         assert consumer.alive(first)
         proxy.drop_all()
         again = deliveries.get(timeout=30)  # the broker requeued it; the consumer reconnected
-        assert again.redelivered and again.message_id == "j1"
+        assert again.message.redelivered and again.message.id == "j1"
         assert not consumer.alive(first)
         assert consumer.ack(first) is False
         assert consumer.ack(again) is True

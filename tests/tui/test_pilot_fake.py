@@ -152,22 +152,23 @@ def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_de
     from tqadmin.plugin.models import PeekResult
     from tqadmin.tui.widgets.peek_cost import cost_notice
 
-    quorum = PeekResult("q", (Message(body=b"{}", headers={"x-delivery-count": 3}),), "gets and requeues")
+    quorum = PeekResult("q", (Message(body=b"{}", delivery_count=3),), "gets and requeues", delivery_limit=5)
     classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
-    assert "x-delivery-count 3" in cost_notice(quorum).plain
+    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum).plain
     assert "one more after this look" in cost_notice(quorum).plain
-    assert "Quorum" not in cost_notice(classic).plain
+    assert "Deliveries counted" not in cost_notice(classic).plain
 
 
 async def test_the_inspector_shows_body_headers_history_and_last_error(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        message = FakeAdmin().messages["orders.dlq"][0]
-        await app.push_screen(InspectorScreen("orders.dlq", message))
+        fake = FakeAdmin()
+        message = fake.messages["orders.dlq"][0]
+        await app.push_screen(InspectorScreen("orders.dlq", message, fake.deaths(message)))
         await pilot.pause()
         shown = screen_text(app)
-        for expected in ("last error", "x-tq-reason", "x-death", "task_type", "rejected"):
+        for expected in ("last error", "x-tq-reason", "dead-lettered by the broker", "task_type", "rejected"):
             assert expected in shown
 
 

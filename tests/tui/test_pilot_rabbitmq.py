@@ -23,7 +23,6 @@ from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tests.fakes.management_api import FakeManagementAPI, garbage, slow, status
 from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
-from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import QueueListing
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.screens.action import ActionScreen
@@ -87,14 +86,14 @@ def rabbit_app(
 ) -> TqadminApp:
     settings = Settings(
         broker_url=AMQP_URL,
-        management_url=management_url,
+        broker_options={"management_url": management_url},
         read_only=read_only,
         audit_log=tmp_path / "audit.jsonl",
         timeout_s=5.0,
     )
     if management_url == MANAGEMENT_URL:
         return TqadminApp(settings=settings, refresh_s=1.0)
-    config = BrokerConfig(AMQP_URL, management_url, 5.0)
+    config = settings.broker_config()
     return TqadminApp(settings=settings, refresh_s=3600, admin_factory=lambda _s: FreshListingAdmin(config))
 
 
@@ -256,9 +255,12 @@ async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and
     with FakeManagementAPI() as api:
         api.seed(3, prefix="fake-")
         settings = Settings(
-            broker_url=AMQP_URL, management_url=api.url, audit_log=tmp_path / "a.jsonl", timeout_s=timeout_s
+            broker_url=AMQP_URL,
+            broker_options={"management_url": api.url},
+            audit_log=tmp_path / "a.jsonl",
+            timeout_s=timeout_s,
         )
-        config = BrokerConfig(AMQP_URL, api.url, timeout_s)
+        config = settings.broker_config()
         app = TqadminApp(
             settings=settings,
             refresh_s=refresh_s,

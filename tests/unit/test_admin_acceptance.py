@@ -113,7 +113,7 @@ def test_every_argument_of_the_admin_commands_says_what_it_is_in_help() -> None:
             assert action.help, f"{name} {action.dest} has no help"
 
 
-def test_ctrl_c_during_a_server_side_move_says_the_shovel_goes_on_and_exits_partial() -> None:
+def test_ctrl_c_during_a_server_side_move_says_the_broker_goes_on_and_exits_partial() -> None:
     from tqadmin.commands.transfer_options import run_server_side
     from tqadmin.config import Settings
     from tqadmin.errors import PartialFailure
@@ -123,7 +123,7 @@ def test_ctrl_c_during_a_server_side_move_says_the_shovel_goes_on_and_exits_part
             raise KeyboardInterrupt
 
     ctx = CommandContext(settings=Settings())
-    with pytest.raises(PartialFailure, match="shovel"):
+    with pytest.raises(PartialFailure, match="keeps moving the messages inside the broker"):
         run_server_side(InterruptedAdmin(), ctx, "move", "a", "b", limit=None)  # type: ignore[arg-type]
 
 

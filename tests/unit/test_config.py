@@ -51,3 +51,40 @@ def test_describe_masks_the_password(tmp_path: Path) -> None:
     settings = resolve(Overrides(broker_url="amqp://admin:topsecret@rabbit/"), {"HOME": str(tmp_path)})
     assert "topsecret" not in settings.describe()
     assert "admin:***@rabbit" in settings.describe()
+
+
+def test_a_typo_in_a_profile_is_a_usage_error_naming_the_key_and_the_file(tmp_path: Path) -> None:
+    path = write_config(tmp_path, '[profiles.prod]\nbroker = "amqp://p@prod/"\nread_onyl = true\n')
+    with pytest.raises(ConfigError, match=r"unknown key 'read_onyl' in \[profiles.prod\]") as info:
+        resolve(Overrides(profile="prod", config_path=str(path)), {})
+    assert str(path) in str(info.value) and "did you mean 'read_only'" in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_unknown_keys_anywhere_are_refused_even_in_a_profile_not_chosen(tmp_path: Path) -> None:
+    for text in ('defualt_profile = "x"\n', "[profiles.a]\n[profiles.b]\nprodution = true\n"):
+        with pytest.raises(ConfigError, match="unknown key"):
+            resolve(Overrides(config_path=str(write_config(tmp_path, text))), {})
+    thresholds = "[profiles.a.thresholds]\ndepth_treshold = 5\n"
+    with pytest.raises(ConfigError, match="depth_treshold"):
+        resolve(Overrides(config_path=str(write_config(tmp_path, thresholds))), {})
+
+
+def test_read_only_must_be_a_boolean_not_a_string_that_reads_as_true(tmp_path: Path) -> None:
+    path = write_config(tmp_path, '[profiles.prod]\nread_only = "no"\n')
+    with pytest.raises(ConfigError, match="true or false"):
+        resolve(Overrides(profile="prod", config_path=str(path)), {})
+
+
+def test_a_plugin_option_comes_from_its_flag_its_environment_or_the_profile(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, '[profiles.p]\nbroker = "amqp://u:pw@r/"\nmanagement_url = "http://profile:15672/"\n'
+    )
+    base = {"TQADMIN_CONFIG": str(path), "TQADMIN_PROFILE": "p"}
+    assert resolve(Overrides(), base).broker_options == {"management_url": "http://profile:15672/"}
+    env = {**base, "TQADMIN_MANAGEMENT_URL": "http://env:15672/"}
+    assert resolve(Overrides(), env).broker_options["management_url"] == "http://env:15672/"
+    flag = Overrides(broker_options={"management_url": "http://flag:15672/"})
+    config = resolve(flag, env).broker_config()
+    assert config.option("management_url") == "http://flag:15672/"
+    assert "pw" not in repr(config)

@@ -49,3 +49,13 @@ def test_hostile_bodies_are_refused_with_their_dead_letter_reason(body: bytes, r
 def test_size_is_checked_before_parsing() -> None:
     with pytest.raises(MalformedJob, match="over the 10-byte limit"):
         decode_job(b"[" * 10_000_000, max_bytes=10)
+
+
+def test_the_retry_count_header_wins_over_the_bodys_and_bad_values_are_ignored() -> None:
+    from tqadmin.pipeline.job import with_header_retries
+
+    job = decode_job(b'{"task_type": "t", "id": "a", "retry_count": 0}')
+    assert with_header_retries(job, {"x-tq-retry-count": 2}).retry_count == 2
+    assert with_header_retries(job, {"x-tq-retry-count": b"3"}).retry_count == 3
+    for bad in (-1, "x", True, None, 1.5):
+        assert with_header_retries(job, {"x-tq-retry-count": bad}).retry_count == 0

@@ -120,8 +120,9 @@ def test_replay_without_an_original_queue_leaves_the_message_and_says_why() -> N
     assert [q for q, _ in session.published] == ["orders", "orders"]
 
 
-def test_replay_adds_one_to_the_replay_count_and_keeps_the_rest() -> None:
-    message = Message(body=b"\x00\xff", headers={"x-tq-replays": 2, "k": "v"}, properties={"priority": 3})
+def test_replay_adds_one_to_the_replay_count_restores_the_retry_budget_and_keeps_the_rest() -> None:
+    headers = {"x-tq-replays": 2, "k": "v", "x-tq-retry-count": 5}
+    message = Message(body=b"\x00\xff", headers=headers, properties={"priority": 3})
     copy = count_replay(message)
     assert copy.headers == {"x-tq-replays": 3, "k": "v"}
     assert (copy.body, copy.properties) == (b"\x00\xff", {"priority": 3})

@@ -7,17 +7,24 @@ on RabbitMQ they keep their positions but are marked redelivered.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.errors import MessageNotFound
 from tqadmin.plugin.base import Delivery, TransferSession
-from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, Message
+from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, DeathRecord, Message
 
 BATCH = 500
 GROUP_FIELDS = ("reason", "error", "task_type")
+
+Deaths = Callable[[Message], Sequence[DeathRecord]]
+"""How the broker recorded a message's deaths: a plugin's :meth:`~tqadmin.plugin.base.BrokerAdmin.deaths`."""
+
+
+def no_deaths(_message: Message) -> Sequence[DeathRecord]:
+    return ()
 
 
 def scan(session: TransferSession, batch: int = BATCH) -> Iterator[Delivery]:
@@ -46,8 +53,9 @@ def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionRep
     raise MessageNotFound(f"no message with id {job_id!r} in queue {queue!r}; nothing was deleted")
 
 
-def group_key(message: Message, by: str) -> str:
-    """Why a message died, by ``reason``, ``error`` or ``task_type``; RabbitMQ's ``x-death`` as fallback."""
+def group_key(message: Message, by: str, deaths: Deaths = no_deaths) -> str:
+    """Why a message died, by ``reason``, ``error`` or ``task_type``; what the broker recorded (its own
+    dead-lettering, as the plugin reads it) where no tqadmin worker wrote the ``x-tq-*`` headers."""
     if by == "task_type":
         job = message.job()
         value = job.get("task_type") if job else None
@@ -56,26 +64,19 @@ def group_key(message: Message, by: str) -> str:
     value = message.headers.get(header)
     if value is not None:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    death = first_death(message)
-    if death is not None:
-        reason = death.get("reason")
-        reason = reason.decode() if isinstance(reason, bytes) else reason
-        return f"{reason} (x-death)" if by == "reason" else f"dead-lettered by the broker: {reason}"
+    latest = next(iter(deaths(message)), None)
+    if latest is not None:
+        reason = latest.reason or "unknown"
+        return f"{reason} (by the broker)" if by == "reason" else f"dead-lettered by the broker: {reason}"
     return "(unknown)"
 
 
-def first_death(message: Message) -> dict[str, object] | None:
-    """The latest entry of RabbitMQ's ``x-death`` header (the broker puts it first), if any."""
-    deaths = message.headers.get("x-death")
-    if isinstance(deaths, list) and deaths and isinstance(deaths[0], dict):
-        return deaths[0]
-    return None
-
-
-def dead_letter_groups(session: TransferSession, by: str) -> list[tuple[str, int]]:
+def dead_letter_groups(
+    session: TransferSession, by: str, deaths: Deaths = no_deaths
+) -> list[tuple[str, int]]:
     """Counts per group, largest first; the queue is left as it was."""
     with session:
-        counts = Counter(group_key(d.message, by) for d in scan(session))
+        counts = Counter(group_key(d.message, by, deaths) for d in scan(session))
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 

@@ -14,10 +14,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from tqadmin.admin.scan import first_death
+from tqadmin.admin.scan import Deaths, no_deaths
 from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.plugin.base import Delivery, TransferSession
-from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS, ActionReport, Message
+from tqadmin.plugin.models import (
+    HEADER_ORIGINAL_QUEUE,
+    HEADER_REPLAYS,
+    HEADER_RETRY_COUNT,
+    ActionReport,
+    Message,
+)
 
 DEFAULT_WINDOW = 500
 PROGRESS_EVERY_S = 1.0
@@ -197,26 +203,27 @@ def to_queue(target: str) -> Route:
     return lambda _message: target
 
 
-def original_queue(message: Message) -> str | None:
-    """Where a dead-lettered message came from: the header the worker writes, else the queue RabbitMQ's
-    ``x-death`` names (a message dead-lettered by the broker itself carries only that)."""
+def original_queue(message: Message, deaths: Deaths = no_deaths) -> str | None:
+    """Where a dead-lettered message came from: the header the worker writes, else the queue of the broker's
+    latest record of its death (a message dead-lettered by the broker itself carries only that)."""
     value = message.headers.get(HEADER_ORIGINAL_QUEUE)
-    if not value:
-        death = first_death(message)
-        value = death.get("queue") if death is not None else None
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
+    if not value:
+        latest = next(iter(deaths(message)), None)
+        value = latest.queue if latest is not None else None
     return str(value) if value else None
 
 
-def replay_route(to: str | None) -> Route:
+def replay_route(to: str | None, deaths: Deaths = no_deaths) -> Route:
     """``--to`` when given, otherwise the message's original queue."""
-    return to_queue(to) if to else original_queue
+    return to_queue(to) if to else lambda message: original_queue(message, deaths)
 
 
 def count_replay(message: Message) -> Message:
-    """The copy sent back by replay: header ``x-tq-replays`` plus one, everything else untouched."""
-    headers = dict(message.headers)
+    """The copy sent back by replay: header ``x-tq-replays`` plus one and the worker's retry count dropped
+    (a replayed job gets its whole retry budget again); the body and everything else untouched."""
+    headers = {k: v for k, v in message.headers.items() if k != HEADER_RETRY_COUNT}
     try:
         replays = int(headers.get(HEADER_REPLAYS, 0))
     except (TypeError, ValueError):

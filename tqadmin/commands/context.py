@@ -22,8 +22,7 @@ class CommandContext:
     json_output: bool = False
 
     def broker_config(self) -> BrokerConfig:
-        s = self.settings
-        return BrokerConfig(url=s.broker_url, management_url=s.management_url, timeout_s=s.timeout_s)
+        return self.settings.broker_config()
 
     def plugin(self) -> BrokerPlugin:
         return plugin_for_url(self.settings.broker_url)

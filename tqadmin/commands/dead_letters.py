@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.PEEK)
-        groups = dead_letter_groups(admin.open_transfer(args.queue), args.group_by)
+        groups = dead_letter_groups(admin.open_transfer(args.queue), args.group_by, admin.deaths)
     document = {"queue": args.queue, "groups": [{args.group_by: key, "count": n} for key, n in groups]}
     ctx.emit(document, lambda: table([args.group_by.upper(), "COUNT"], [[k, n] for k, n in groups]))
     return 0

@@ -13,6 +13,7 @@ import sys
 
 from tqadmin.commands.arguments import fraction, positive
 from tqadmin.commands.context import CommandContext
+from tqadmin.config import plugin_environment
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = ctx.settings
     settings.require_writable("demo")
     app_class = None if args.no_ui else _dashboard()
-    layout = plan(args.queue_prefix, args.workers)
+    layout = plan(args.queue_prefix, args.workers, ctx.plugin().dlq_name)
     chaos = Chaos(failure_rate=args.failure_rate, seed=args.seed, slow_s=args.job_timeout + 1.0)
 
     from tqadmin.demo.wiring import connect
@@ -89,8 +90,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     log_dir = default_log_dir(args.queue_prefix)
     urls = {
         "TQADMIN_BROKER_URL": settings.broker_url,
-        "TQADMIN_MANAGEMENT_URL": settings.management_url,
         "TQADMIN_STORE_URL": settings.store_url,
+        **plugin_environment(settings),
     }
     options = WorkerOptions(concurrency=args.concurrency, job_timeout_s=args.job_timeout)
     supervisor = Supervisor(worker_commands(layout, options), worker_env(os.environ, urls, chaos), log_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from tqadmin import audit
@@ -16,12 +17,14 @@ from tqadmin.plugin.transport import Outcome
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--queue", help="work queue: through task_exchange with this routing key (declared)")
+    parser.add_argument(
+        "--queue", help="work queue (declared; on RabbitMQ through task_exchange with this routing key)"
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--job", metavar="JSON", help="one job as a JSON object")
     source.add_argument("--from-file", type=Path, metavar="FILE", help="JSONL file, one job a line")
-    parser.add_argument("--exchange", help="publish to this exchange as it is (declares nothing)")
-    parser.add_argument("--routing-key", help="routing key (default: the queue name)")
+    parser.add_argument("--exchange", help="RabbitMQ: publish to this exchange as it is (declares nothing)")
+    parser.add_argument("--routing-key", help="RabbitMQ: routing key (default: the queue name)")
     parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R jobs a second")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the per-job report (JSON) here")
     # --timeout S is the global option: each broker call, a blocked connection and the wait for confirms.
@@ -34,17 +37,20 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     jobs = load_jobs(args.job, args.from_file)
     if args.report is not None:
         _check_writable(args.report)
+    options = {
+        name: value
+        for name, value in (("exchange", args.exchange), ("routing_key", args.routing_key))
+        if value
+    }
     plugin = ctx.plugin()
     try:
         with plugin.transport(ctx.broker_config()) as transport:
+            _check_options(options, transport.capabilities.publish_options, plugin.name)
             report = publish_jobs(
-                transport,
-                jobs,
-                queue=args.queue,
-                exchange=args.exchange,
-                routing_key=args.routing_key,
-                rate=args.rate,
+                transport, jobs, queue=args.queue or args.routing_key, options=options, rate=args.rate
             )
+    except UsageError:
+        raise
     except TqadminError as exc:  # nothing was sent (cannot connect, cannot declare): say so per job too
         report = PublishReport(tuple((job.id, Outcome.FAILED) for job in jobs), exc)
     document = report.to_json()
@@ -71,6 +77,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if report.error is not None:
         raise report.error
     raise PartialFailure(f"{len(jobs) - confirmed} of {len(jobs)} jobs were not confirmed; see the report")
+
+
+def _check_options(options: Mapping[str, str], understood: frozenset[str], broker: str) -> None:
+    """``--exchange`` and ``--routing-key`` address RabbitMQ's topology; elsewhere they are refused."""
+    unknown = sorted(set(options) - understood)
+    if unknown:
+        flags = " and ".join(f"--{name.replace('_', '-')}" for name in unknown)
+        raise UsageError(f"{flags}: the {broker} broker has no exchanges; publish with --queue Q")
 
 
 def _check_writable(path: Path) -> None:

@@ -1,8 +1,8 @@
 """``tqadmin replay DLQ``: send dead-lettered messages back where they came from, counting the replay.
 
-The server-side path (a shovel) needs one target for every message, so it is taken only with ``--to`` or
-when a look at the queue finds a single original queue; a shovel cannot rewrite headers, so that path does not
-add to ``x-tq-replays`` (the report says so).
+The server-side path (the broker's own move) needs one target for every message, so it is
+taken only with ``--to`` or when a look at the queue finds a single original queue; where it cannot rewrite
+headers, it does not add to ``x-tq-replays`` (the report says so) and runs only with ``--server-side``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
 from tqadmin.store import open_store
 
-NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} or x-death header and no --to QUEUE"
-SHOVEL_NOTE = "x-tq-replays not incremented (a shovel cannot rewrite headers; use --client-side to count)"
+NO_ORIGIN = f"no {HEADER_ORIGINAL_QUEUE} header, no record of the queue it died in, and no --to QUEUE"
+SERVER_SIDE_NOTE = (
+    "x-tq-replays not incremented (a server-side move copies messages as they are;"
+    " use --client-side to count)"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -54,31 +57,32 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _replay(
     args: argparse.Namespace, ctx: CommandContext, already_done: Callable[[Sequence[str]], set[str]] | None
 ) -> int:
-    route = replay_route(args.to)
-    plan = plan_from(
-        args,
-        action="replay",
-        source=args.source,
-        target=args.to,
-        route=route,
-        rewrite=count_replay,
-        already_done=already_done,
-        unrouted_reason=NO_ORIGIN,
-    )
     with ctx.admin() as admin:
-        # Opt-in only: a shovel cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
-        if args.side == "server" and want_server_side(args):
+        plan = plan_from(
+            args,
+            action="replay",
+            source=args.source,
+            target=args.to,
+            route=replay_route(args.to, admin.deaths),
+            rewrite=count_replay,
+            already_done=already_done,
+            unrouted_reason=NO_ORIGIN,
+        )
+        # Opt-in only where the server-side path copies messages as they are: it
+        # cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
+        server = args.side == "server" or (args.side is None and admin.capabilities.server_side_rewrites)
+        if server and want_server_side(args):
             target = args.to or _single_origin(admin, args)
             if target is not None:
                 report = run_server_side(admin, ctx, "replay", args.source, target, limit=args.limit)
                 if report is not None:
-                    return finish(ctx, TransferOutcome(_noted(report)))
+                    return finish(ctx, TransferOutcome(_noted(report, admin)))
         return finish(ctx, run_client_side(admin, ctx, plan))
 
 
 def _single_origin(admin: BrokerAdmin, args: argparse.Namespace) -> str | None:
     """The one original queue of every message in the DLQ, or ``None`` (then the client path runs)."""
-    targets = distinct_targets(admin.open_transfer(args.source), replay_route(None))
+    targets = distinct_targets(admin.open_transfer(args.source), replay_route(None, admin.deaths))
     if len(targets) == 1 and None not in targets:
         return targets.pop()
     if args.side == "server":
@@ -86,8 +90,10 @@ def _single_origin(admin: BrokerAdmin, args: argparse.Namespace) -> str | None:
     return None
 
 
-def _noted(report: ActionReport) -> ActionReport:
-    return replace(report, detail=f"{report.detail}; {SHOVEL_NOTE}")
+def _noted(report: ActionReport, admin: BrokerAdmin) -> ActionReport:
+    if admin.capabilities.server_side_rewrites:
+        return report
+    return replace(report, detail=f"{report.detail}; {SERVER_SIDE_NOTE}")
 
 
 def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequence[str]], set[str]]:

@@ -1,6 +1,7 @@
 """What ``move`` and ``replay`` share: their options, the choice of path, and how a run ends.
 
-Server-side (a broker shovel) is the default when it can do the job exactly: no filter, no rate, no dry run.
+Server-side (the broker's own move) is the default when it can do the job exactly: no filter, no rate, no
+dry run.
 ``--client-side`` forces the client path; ``--server-side`` refuses to run when it cannot be honoured.
 """
 
@@ -36,7 +37,7 @@ def add_transfer_options(parser: argparse.ArgumentParser) -> None:
         dest="side",
         action="store_const",
         const="server",
-        help="let the broker move the messages (a RabbitMQ shovel); move's default when eligible",
+        help="let the broker move the messages itself; move's default when eligible",
     )
     path.add_argument(
         "--client-side", dest="side", action="store_const", const="client", help="move through this client"
@@ -83,13 +84,14 @@ def run_server_side(
         report = admin.server_side_move(source, target, limit)
     except KeyboardInterrupt:
         raise PartialFailure(
-            f"{action} interrupted: a shovel already started keeps moving the messages inside the broker"
-            " (nothing is lost); run the same command again to wait for it to finish"
+            f"{action} interrupted: a server-side move already started keeps moving the messages inside the"
+            " broker (nothing is lost); run the same command again to wait for it to finish"
         ) from None
     if report is None:
+        needs = admin.capabilities.server_side_needs
         ctx.progress(
-            f"{action}: server-side move not available (shovel plugin off, or this user may not run shovels:"
-            " policymaker tag); moving through the client"
+            f"{action}: server-side move not available{f' (it needs {needs})' if needs else ''};"
+            " moving through the client"
         )
         return None
     return replace(report, action=action)

@@ -15,7 +15,7 @@ from tqadmin.config import Settings
 from tqadmin.demo.layout import Layout
 from tqadmin.plugin.base import BrokerAdmin, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
 
 
 class FocusedAdmin(BrokerAdmin):
@@ -47,6 +47,9 @@ class FocusedAdmin(BrokerAdmin):
 
     def queue_exists(self, queue: str) -> bool:
         return self.inner.queue_exists(queue)
+
+    def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
+        return self.inner.deaths(message)
 
     def close(self) -> None:
         self.inner.close()

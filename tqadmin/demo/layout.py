@@ -7,7 +7,8 @@ worker consumes one queue, so with fewer workers than task types every type shar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 # task type -> the short queue name it gets when every type has its own queue
 TASK_QUEUES: dict[str, str] = {
@@ -21,11 +22,13 @@ SHARED_QUEUE = "tasks"
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """Queues by task type, and the queue of each worker process (index = worker number)."""
+    """Queues by task type, the queue of each worker process (index = worker number), and how the broker
+    names a queue's dead-letter queue."""
 
     prefix: str
     queue_of: dict[str, str]
     worker_queues: tuple[str, ...]
+    dlq_name: Callable[[str], str] = field(default=lambda queue: f"{queue}.dlq")
 
     @property
     def queues(self) -> tuple[str, ...]:
@@ -34,14 +37,14 @@ class Layout:
 
     @property
     def dead_letter_queues(self) -> tuple[str, ...]:
-        return tuple(f"{q}.dlq" for q in self.queues)
+        return tuple(self.dlq_name(q) for q in self.queues)
 
     def owns(self, queue: str) -> bool:
         """Whether ``queue`` (a work, retry or dead-letter queue) belongs to this demo's prefix."""
         return queue.startswith(f"{self.prefix}.")
 
 
-def plan(prefix: str, workers: int) -> Layout:
+def plan(prefix: str, workers: int, dlq_name: Callable[[str], str] | None = None) -> Layout:
     """Spread ``workers`` over the queues: one queue per task type when there are enough workers."""
     if workers < 1:
         raise ValueError("the demo needs at least one worker")
@@ -50,4 +53,9 @@ def plan(prefix: str, workers: int) -> Layout:
     else:
         queue_of = dict.fromkeys(TASK_QUEUES, f"{prefix}.{SHARED_QUEUE}")
     queues = tuple(dict.fromkeys(queue_of.values()))
-    return Layout(prefix, queue_of, tuple(queues[i % len(queues)] for i in range(workers)))
+    workers_queues = tuple(queues[i % len(queues)] for i in range(workers))
+    return (
+        Layout(prefix, queue_of, workers_queues)
+        if dlq_name is None
+        else Layout(prefix, queue_of, workers_queues, dlq_name)
+    )

@@ -20,10 +20,9 @@ from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
 from tqadmin.errors import ConnectError, NotAuthorized, NotSupported, TqadminError
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.models import HEADER_REASON
+from tqadmin.plugin.models import HEADER_REASON, Message
 from tqadmin.plugin.transport import BrokerTransport
 from tqadmin.plugin.transport import Outcome as PublishOutcome
-from tqadmin.plugin.transport import Outgoing as Message
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import TaskStats
@@ -93,7 +92,7 @@ class TransportSink:
 
     def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
         result = self._transport.publish(
-            [Message(m.body, m.queue, message_id=m.job_id) for m in messages], window=64, rate=rate
+            [(m.queue, Message(m.body, id=m.job_id)) for m in messages], window=64, rate=rate
         )
         confirmed = [outcome is PublishOutcome.CONFIRMED for outcome in result.outcomes]
         return confirmed, str(result.error) if result.error is not None else ""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from tqadmin.plugin.models import HEADER_RETRY_COUNT
+
 DEFAULT_MAX_BYTES = 1_048_576
 DEFAULT_MAX_DEPTH = 32
 RESERVED = ("task_type", "id", "timestamp", "retry_count")
@@ -54,6 +56,18 @@ class Job:
 
     def with_retry_count(self, retry_count: int) -> Job:
         return Job(self.task_type, self.id, self.timestamp, retry_count, self.fields)
+
+
+def with_header_retries(job: Job, headers: Mapping[str, Any]) -> Job:
+    """``job`` with the retry count its ``x-tq-retry-count`` header carries (the worker's retries leave the
+    body as the producer wrote it); the body's own ``retry_count`` when the header is absent or not a count.
+    """
+    value = headers.get(HEADER_RETRY_COUNT)
+    if isinstance(value, bytes | str):
+        value = int(value) if value.isdigit() else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value == job.retry_count:
+        return job
+    return job.with_retry_count(value)
 
 
 def utc_now_iso() -> str:

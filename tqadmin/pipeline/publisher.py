@@ -6,14 +6,15 @@ sent, so a bad line in a file is a usage error that publishes nothing rather tha
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import TqadminError, UsageError
 from tqadmin.pipeline.job import Job, MalformedJob, decode_job
-from tqadmin.plugin.transport import TASK_EXCHANGE, BrokerTransport, Outcome, Outgoing
+from tqadmin.plugin.models import Message
+from tqadmin.plugin.transport import BrokerTransport, Outcome, Outgoing
 
 DEFAULT_WINDOW = 512
 
@@ -65,26 +66,24 @@ def load_jobs(job_json: str | None, path: Path | None) -> list[Job]:
     return [parse_job(line, f"{path} line {n}") for n, line in enumerate(lines, 1) if line.strip()]
 
 
-def messages_for(jobs: Iterable[Job], exchange: str, routing_key: str) -> list[Outgoing]:
-    return [Outgoing(job.encode(), routing_key, exchange, job.id) for job in jobs]
+def messages_for(jobs: Iterable[Job], queue: str) -> list[Outgoing]:
+    """Each job encoded once, with its id, addressed to ``queue``."""
+    return [(queue, Message(job.encode(), id=job.id)) for job in jobs]
 
 
 def publish_jobs(
     transport: BrokerTransport,
     jobs: Sequence[Job],
     *,
-    queue: str | None,
-    exchange: str | None = None,
-    routing_key: str | None = None,
+    queue: str,
+    options: Mapping[str, str] | None = None,
     rate: float | None = None,
     window: int = DEFAULT_WINDOW,
 ) -> PublishReport:
-    """Publish ``jobs``: to ``queue`` through ``task_exchange`` (declared), or as addressed (declaring
-    nothing, so an unroutable job fails rather than creating a queue nobody reads)."""
-    if exchange is None and routing_key is None:
-        assert queue is not None
+    """Publish ``jobs`` to ``queue`` (declared first), or, with addressing ``options`` (RabbitMQ's exchange
+    and routing key), as addressed and declaring nothing, so an unroutable job fails rather than creating a
+    queue nobody reads."""
+    if not options:
         transport.declare(queue)
-    target_exchange = TASK_EXCHANGE if exchange is None else exchange
-    key = routing_key if routing_key is not None else (queue or "")
-    result = transport.publish(messages_for(jobs, target_exchange, key), window=window, rate=rate)
+    result = transport.publish(messages_for(jobs, queue), window=window, rate=rate, options=options)
     return PublishReport(tuple(zip((j.id for j in jobs), result.outcomes, strict=True)), result.error)

@@ -4,14 +4,12 @@ The worker reports what happened (a transient failure, a fatal one, a timeout) a
 made; the policy answers :class:`Retry` (after a delay drawn with full jitter) or :class:`DeadLetter` (with
 the ``x-tq-reason`` of INTERFACE.md). Randomness is injected so tests can pin the draw and check its bounds.
 
-Delays are applied by the broker, not by a sleeping worker: :class:`DelayTiers` maps a drawn delay to one of a
-fixed set of delay queues, each with one TTL, so a message never waits behind a longer delay in a FIFO queue.
-The tiers are spaced so that the applied delay is within 10 % or 100 ms of the drawn one (INTERFACE.md).
+Delays are applied by the broker, not by a sleeping worker: the transport's ``retry_later`` takes the drawn
+delay and applies it its own way, within the precision its plugin declares.
 """
 
 from __future__ import annotations
 
-import bisect
 import random
 from dataclasses import dataclass
 from enum import StrEnum
@@ -99,49 +97,3 @@ class RetryPolicy:
     def before_run(self, crashes: int) -> DeadLetter | None:
         """A job whose runs killed their worker ``crash_limit`` times is quarantined instead of run again."""
         return DeadLetter("crash_loop") if crashes >= self.crash_limit else None
-
-
-ABSOLUTE_SLACK_S = 0.1
-RELATIVE_SLACK = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class DelayTiers:
-    """A fixed ladder of delays (seconds) covering 0 .. ``cap_s``, each within tolerance of its neighbours.
-
-    A tier ``t`` may stand for any delay ``d`` with ``|t - d| <= max(0.1 * d, 0.1 s)``. The ladder is built
-    greedily, each tier as high as it can be while still covering the end of the previous one, so there are
-    few of them (about 26 up to 60 s, 45 up to an hour). Tiers are whole milliseconds, which keeps queue names
-    and TTL arguments exact.
-    """
-
-    tiers_ms: tuple[int, ...]
-    upper_s: tuple[float, ...]  # the largest delay each tier stands for, ascending
-
-    @classmethod
-    def up_to(cls, cap_s: float) -> DelayTiers:
-        tiers = [0]
-        covered = ABSOLUTE_SLACK_S  # tier 0 stands for every delay up to 100 ms
-        while covered < cap_s:
-            # round to whole ms, nudged so float noise (0.7999..) does not lose a millisecond
-            tier_ms = int(max(covered + ABSOLUTE_SLACK_S, covered * (1 + RELATIVE_SLACK)) * 1000 + 1e-6)
-            tiers.append(tier_ms)
-            covered = _covers_up_to(tier_ms / 1000)
-        return cls(tuple(tiers), tuple(_covers_up_to(ms / 1000) for ms in tiers))
-
-    @property
-    def tiers_s(self) -> tuple[float, ...]:
-        return tuple(ms / 1000 for ms in self.tiers_ms)
-
-    def tier_ms_for(self, delay_s: float) -> int:
-        """The tier (milliseconds) that applies ``delay_s``; delays past the ladder use its top tier."""
-        index = bisect.bisect_left(self.upper_s, max(delay_s, 0.0))
-        return self.tiers_ms[min(index, len(self.tiers_ms) - 1)]
-
-    def tier_s_for(self, delay_s: float) -> float:
-        return self.tier_ms_for(delay_s) / 1000
-
-
-def _covers_up_to(tier_s: float) -> float:
-    """The largest delay a tier may stand for: ``d`` with ``tier >= d - max(0.1 d, 0.1)``."""
-    return max(tier_s + ABSOLUTE_SLACK_S, tier_s / (1 - RELATIVE_SLACK))

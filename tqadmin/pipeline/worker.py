@@ -6,7 +6,11 @@ Threads and who does what:
   runs; it only hands deliveries to the job threads through an in-process queue;
 - ``concurrency`` job threads decode, claim, run the task, and settle the delivery (ack, retry-later or
   dead-letter, each confirmed before the original is acked; see :mod:`tqadmin.plugin.transport`);
-- one monitor thread renews the claims' leases, times runs out, and writes heartbeats with telemetry.
+- one monitor thread renews the claims' leases (and, where the broker leases deliveries, the deliveries held,
+  prefetched ones included), times runs out, and writes heartbeats with telemetry.
+
+A retry or a dead letter carries the body exactly as the producer published it; the retries made so far
+travel in the ``x-tq-retry-count`` header, which the worker reads over the body's ``retry_count``.
 
 A run past ``--job-timeout`` cannot be stopped (Python cannot kill a thread), so it is abandoned: its claim is
 released, which bumps it out of the fencing check so the late run can never commit, the job is handled as a
@@ -23,6 +27,7 @@ import random
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,12 +37,14 @@ from tqadmin.masking import mask_text
 from tqadmin.pipeline.batching import Coalescer
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.gate import SoloGate
-from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job
-from tqadmin.pipeline.retry import DeadLetter, DelayTiers, Failure, Retry, RetryPolicy
+from tqadmin.pipeline.holding import HoldingConsumer
+from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job, with_header_retries
+from tqadmin.pipeline.retry import DeadLetter, Failure, Retry, RetryPolicy
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
 from tqadmin.pipeline.throttle import Throttle
-from tqadmin.plugin.models import HEADER_FIRST_SEEN
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Inbound
+from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.models import HEADER_FIRST_SEEN, HEADER_RETRY_COUNT
+from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import Claim, ClaimState, Effect, StateStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -74,7 +81,7 @@ class WorkerSettings:
 
 @dataclass(slots=True, eq=False)
 class _Run:
-    message: Inbound
+    delivery: Delivery
     job: Job
     spec: TaskSpec
     claim: Claim | None
@@ -101,10 +108,9 @@ class Worker:
         self.registry = registry
         self.rng = rng or random.Random()
         self.telemetry = Telemetry()
-        self.tiers = DelayTiers.up_to(settings.policy.cap_s)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.started_at = time.time()
-        self._inbox: queue.SimpleQueue[Inbound | None] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._running: dict[int, _Run] = {}  # thread ident -> its run
         self._threads: list[threading.Thread] = []
@@ -113,6 +119,8 @@ class Worker:
         self._stopping = threading.Event()
         self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
+        self._holding: HoldingConsumer | None = None  # set where the broker leases deliveries
+        self.failure: Exception | None = None  # a bug of the worker's own that stopped it
         self._gate = SoloGate()
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
@@ -125,8 +133,13 @@ class Worker:
     def run(self) -> None:
         """Declare, consume until :meth:`stop` has drained the in-flight jobs, then say goodbye."""
         s = self.settings
-        self.transport.declare(s.queue, [t for t in self.tiers.tiers_s if t > 0])
-        self._consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch)
+        self.transport.declare(s.queue)
+        for warning in self.transport.consumer_warnings(s.queue, s.job_timeout_s):
+            log.warning("%s", warning)
+        consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
+        if self.transport.capabilities.leased:
+            consumer = self._holding = HoldingConsumer(consumer)
+        self._consumer = consumer
         for _ in range(s.concurrency):
             self._spawn(self._runner)
         monitor = threading.Thread(target=self._monitor, name="tq-monitor", daemon=True)
@@ -139,6 +152,8 @@ class Worker:
             self._finished.set()
             monitor.join(timeout=5)
             self._beat(final=True)
+        if self.failure is not None:
+            raise self.failure
 
     def request_stop(self) -> None:
         """Ask for :meth:`stop` from a signal handler: it only sets a flag, which the monitor thread acts on.
@@ -167,7 +182,7 @@ class Worker:
         self._consumer.drained()
 
     def _release_unstarted(self) -> None:
-        left: list[Inbound] = []
+        left: list[Delivery] = []
         while True:
             try:
                 item = self._inbox.get_nowait()
@@ -186,12 +201,12 @@ class Worker:
 
     # -- delivery ------------------------------------------------------------------------------------------
 
-    def _on_message(self, message: Inbound) -> None:
+    def _on_message(self, delivery: Delivery) -> None:
         if self._stopping.is_set():
             assert self._consumer is not None
-            self._consumer.release([message])
+            self._consumer.release([delivery])
         else:
-            self._inbox.put(message)
+            self._inbox.put(delivery)
 
     def _runner(self) -> None:
         consumer = self._consumer
@@ -199,91 +214,116 @@ class Worker:
         finished: _Run | None = None  # ran fine; its completion mark goes out with the next claim
         while True:
             if finished is not None:
-                message = self._waiting(consumer)
-                if message is None:  # no claim to share a round trip with: mark it done on its own now
+                delivery = self._waiting(consumer)
+                if delivery is None:  # no claim to share a round trip with: mark it done on its own now
                     finished, done = None, finished
                     self._guarded(consumer, None, self._complete_alone, done)
                     continue
             else:
-                message = self._inbox.get()
-                if message is None:
+                delivery = self._inbox.get()
+                if delivery is None:
                     return
                 if self._stopping.is_set():
-                    consumer.release([message])
+                    consumer.release([delivery])
                     continue
-                if not consumer.alive(message):
+                if not consumer.alive(delivery):
                     continue  # its channel died: the broker has already put it back
             pending, finished = finished, None
-            outcome = self._guarded(consumer, message, self._handle, message, pending)
+            outcome = self._guarded(consumer, delivery, self._handle, delivery, pending)
             if outcome is _ABANDONED:
                 return  # timed out: a replacement thread has taken this one's place
             if isinstance(outcome, _Run):
                 finished = outcome
 
-    def _waiting(self, consumer: Consumer) -> Inbound | None:
+    def _waiting(self, consumer: Consumer) -> Delivery | None:
         """A delivery already waiting that can be handled now, or None (then left for the next turn)."""
         try:
-            message = self._inbox.get_nowait()
+            delivery = self._inbox.get_nowait()
         except queue.Empty:
             return None
-        if message is None or self._stopping.is_set() or not consumer.alive(message):
-            self._inbox.put(message)
+        if delivery is None or self._stopping.is_set() or not consumer.alive(delivery):
+            self._inbox.put(delivery)
             return None
-        return message
+        return delivery
 
     def _guarded(
-        self, consumer: Consumer, message: Inbound | None, step: Callable[..., _Outcome], *args: Any
+        self, consumer: Consumer, delivery: Delivery | None, step: Callable[..., _Outcome], *args: Any
     ) -> _Outcome:
-        """``step(consumer, *args)``; when the store fails (or a bug), give ``message`` back and pause."""
+        """``step(consumer, *args)``; when the store or the broker fails, give ``delivery`` back and pause.
+
+        Anything else is a bug in the worker, not trouble outside it: the delivery goes back too (nothing is
+        lost), and the worker stops with exit 1 rather than redeliver the same job forever.
+        """
         try:
             return step(consumer, *args)
+        except (TqadminError, OSError) as exc:  # the store or the broker: wait for it to come back
+            self._warn_trouble(exc)
+            bug = None
         except Exception as exc:
-            if self._store_trouble.allow():
-                more = self._store_trouble.suppressed
-                log.warning(
-                    "could not handle a delivery: %s%s",
-                    mask_text(f"{type(exc).__name__}: {exc}"),
-                    f" ({more} more since the last such warning)" if more else "",
-                )
-            with self._lock:
-                run = self._running.pop(threading.get_ident(), None)
-                if run is not None and not run.abandoned:
-                    self._leave_gate(run)
-            if run is not None and run.abandoned:
-                return _ABANDONED
-            if message is not None:
-                consumer.release([message])
-            self._stopping.wait(STORE_RETRY_S)
+            bug = exc
+        with self._lock:
+            run = self._running.pop(threading.get_ident(), None)
+            if run is not None and not run.abandoned:
+                self._leave_gate(run)
+        if run is not None and run.abandoned:
+            return _ABANDONED
+        if delivery is not None:
+            consumer.release([delivery])
+        if bug is not None:
+            self._fail(bug)
             return None
+        self._stopping.wait(STORE_RETRY_S)
+        return None
 
-    def _handle(self, consumer: Consumer, message: Inbound, finished: _Run | None) -> _Outcome:
+    def _warn_trouble(self, exc: BaseException) -> None:
+        if self._store_trouble.allow():
+            more = self._store_trouble.suppressed
+            log.warning(
+                "could not handle a delivery: %s%s",
+                mask_text(f"{type(exc).__name__}: {exc}"),
+                f" ({more} more since the last such warning)" if more else "",
+            )
+
+    def _fail(self, bug: Exception) -> None:
+        """Stop the worker because of a bug of its own; :meth:`run` raises it once the worker has drained."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = bug
+        if first:
+            log.error("worker bug, stopping: %s", mask_text(f"{type(bug).__name__}: {bug}"))
+            log.info("%s", mask_text("".join(traceback.format_exception(bug))))
+        self.request_stop()
+
+    def _handle(self, consumer: Consumer, delivery: Delivery, finished: _Run | None) -> _Outcome:
         """Settle one delivery, and ``finished`` (marking it done in the same round trip as this delivery's
         claim when it can; settled whatever happens). Returns ``_ABANDONED`` when the run timed out (this
         thread must end), or a run that finished fine and whose completion mark is still to be sent."""
         try:
-            job = decode_job(message.body, max_bytes=self.settings.max_payload_bytes)
+            job = decode_job(delivery.message.body, max_bytes=self.settings.max_payload_bytes)
+            job = with_header_retries(job, delivery.message.headers)
         except MalformedJob as exc:
             self._complete_alone(consumer, finished)
-            self._dead_letter(consumer, message, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
+            self._dead_letter(consumer, delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
             return None
         spec = self.registry.get(job.task_type)
         if spec is None:
             self._complete_alone(consumer, finished)
             known = ", ".join(self.registry.names())
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
-            self._dead_letter(consumer, message, "unknown_task", error, job.retry_count, job.task_type)
+            self._dead_letter(consumer, delivery, "unknown_task", error, job.retry_count, job.task_type)
             return None
         if not self.settings.dedup or self.store is None:
-            run = _Run(message, job, spec, None, job.retry_count + 1)
+            run = _Run(delivery, job, spec, None, job.retry_count + 1)
             with self._lock:
                 self._running[threading.get_ident()] = run
             return self._execute(consumer, run)
         claim, solo = self._claim(consumer, job.id, finished)
         started = False
         try:
-            if self._settled_unrun(consumer, message, job, claim):
+            if self._settled_unrun(consumer, delivery, job, claim):
                 return None
-            run = _Run(message, job, spec, claim, job.retry_count + 1, solo=solo)
+            run = _Run(delivery, job, spec, claim, job.retry_count + 1, solo=solo)
             with self._lock:
                 self._running[threading.get_ident()] = run
             started = True
@@ -353,23 +393,22 @@ class Worker:
             for mark, job_id in calls
         ]
 
-    def _settled_unrun(self, consumer: Consumer, message: Inbound, job: Job, claim: Claim) -> bool:
+    def _settled_unrun(self, consumer: Consumer, delivery: Delivery, job: Job, claim: Claim) -> bool:
         """Settle a delivery that must not run (done, held elsewhere, crash-looping); ``False`` to run it."""
         assert self.store is not None
         if claim.state is ClaimState.DONE:
             self.telemetry.deduplicated(self.settings.queue, job.task_type)
-            consumer.ack(message)
+            consumer.ack(delivery)
             return True
         if claim.state is ClaimState.HELD:  # another worker runs it now: look again when its lease ends
-            delay = self.tiers.tier_s_for(max(claim.retry_after_s, 0.1))
-            seen = {HEADER_FIRST_SEEN: first_seen(message.headers, time.time())}
-            consumer.retry_later(message, message.body, delay, seen)
+            seen = {HEADER_FIRST_SEEN: first_seen(delivery.message.headers, time.time())}
+            consumer.retry_later(delivery, max(claim.retry_after_s, 0.1), seen)
             return True
         quarantine = self.settings.policy.before_run(claim.crashes)
         if quarantine is not None:
             error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
             attempts = job.retry_count + claim.crashes
-            self._dead_letter(consumer, message, quarantine.reason, error, attempts, job.task_type)
+            self._dead_letter(consumer, delivery, quarantine.reason, error, attempts, job.task_type)
             self.store.release(claim, forget_crashes=True)
             return True
         return False
@@ -377,7 +416,8 @@ class Worker:
     def _execute(self, consumer: Consumer, run: _Run) -> _Outcome:
         q, job = self.settings.queue, run.job
         ctx = TaskContext(job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), q)
-        wait_s = time.time() - run.message.published_at if run.message.published_at else 0.0
+        enqueued_at = run.delivery.message.enqueued_at
+        wait_s = time.time() - enqueued_at if enqueued_at else 0.0
         self.telemetry.started(q, job.task_type, max(wait_s, 0.0))
         failure: tuple[Failure, BaseException] | None = None
         try:
@@ -410,7 +450,7 @@ class Worker:
             try:
                 self._settle(consumer, run, (Failure.TRANSIENT, done))
             except Exception:  # the store is gone: give the delivery back (the caller reports why)
-                consumer.release([run.message])
+                consumer.release([run.delivery])
             return
         if not done:
             self._superseded(run)
@@ -419,7 +459,7 @@ class Worker:
     def _settle(self, consumer: Consumer, run: _Run, failure: tuple[Failure, BaseException] | None) -> None:
         self.telemetry.finished(self.settings.queue, run.job.task_type, run.run_s, ok=failure is None)
         if failure is None:
-            consumer.ack(run.message)
+            consumer.ack(run.delivery)
         else:
             self._after_failure(consumer, run, *failure)
 
@@ -451,31 +491,38 @@ class Worker:
         if run.claim is not None and self.store is not None:
             self.store.release(run.claim, forget_crashes=isinstance(decision, DeadLetter))
         if isinstance(decision, Retry):
-            delay = self.tiers.tier_s_for(decision.delay_s)
-            body = job.with_retry_count(run.attempt).encode()
-            seen = {HEADER_FIRST_SEEN: first_seen(run.message.headers, time.time())}
-            if consumer.retry_later(run.message, body, delay, seen):
+            headers = {
+                HEADER_FIRST_SEEN: first_seen(run.delivery.message.headers, time.time()),
+                HEADER_RETRY_COUNT: run.attempt,
+            }
+            if consumer.retry_later(run.delivery, decision.delay_s, headers):
                 self.telemetry.retried(q, job.task_type)
-            log.info("job %s attempt %d failed (%s); retry in %.2f s", job.id, run.attempt, exc, delay)
+            log.info(
+                "job %s attempt %d failed (%s); retry in %.2f s",
+                job.id,
+                run.attempt,
+                mask_text(str(exc)),
+                decision.delay_s,
+            )
         else:
             self._dead_letter(
-                consumer, run.message, decision.reason, describe_error(exc), run.attempt, job.task_type
+                consumer, run.delivery, decision.reason, describe_error(exc), run.attempt, job.task_type
             )
 
     def _dead_letter(  # noqa: PLR0917 - every argument is a different header
-        self, consumer: Consumer, message: Inbound, reason: str, error: str, attempts: int, task_type: str
+        self, consumer: Consumer, delivery: Delivery, reason: str, error: str, attempts: int, task_type: str
     ) -> None:
         headers = dead_letter_headers(
             reason=reason,
             error=clip_error(error),
             attempts=attempts,
             queue=self.settings.queue,
-            headers=message.headers,
+            headers=delivery.message.headers,
             now_s=time.time(),
         )
-        if consumer.dead_letter(message, headers):
+        if consumer.dead_letter(delivery, headers):
             self.telemetry.dead_lettered(self.settings.queue, task_type)
-        log.warning("dead-lettered a %s job (%s): %s", task_type, reason, error[:200])
+        log.warning("dead-lettered a %s job (%s): %s", task_type, reason, clip_error(error)[:200])
 
     # -- monitor: timeouts, leases, heartbeats ---------------------------------------------------------------
 
@@ -528,6 +575,9 @@ class Worker:
         self._runner()
 
     def _renew(self) -> None:
+        if self._holding is not None:
+            for lost in self._holding.extend_held(self.settings.lease_s):
+                log.warning("job %s: the broker gave its delivery to another consumer", lost.message.id)
         if self.store is None:
             return
         with self._lock:

@@ -1,21 +1,63 @@
 """The broker plugin contract. Imports no driver and no Textual (a layering test checks)."""
 
-from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin, Delivery, TransferSession
-from tqadmin.plugin.capabilities import Capabilities, Operation
-from tqadmin.plugin.models import ActionReport, Alarm, Message, PeekResult, QueueListing, QueueStats
+from tqadmin.plugin.base import (
+    BrokerAdmin,
+    BrokerConfig,
+    BrokerPlugin,
+    Closing,
+    Delivery,
+    PluginOption,
+    TransferSession,
+)
+from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
+from tqadmin.plugin.models import (
+    HEADER_ATTEMPTS,
+    HEADER_DEAD_LETTERED_AT,
+    HEADER_ERROR,
+    HEADER_FIRST_SEEN,
+    HEADER_ORIGINAL_QUEUE,
+    HEADER_REASON,
+    HEADER_REPLAYS,
+    HEADER_RETRY_COUNT,
+    ActionReport,
+    Alarm,
+    DeathRecord,
+    Message,
+    PeekResult,
+    QueueListing,
+    QueueStats,
+)
+from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Outgoing, PublishResult
 
 __all__ = [
+    "HEADER_ATTEMPTS",
+    "HEADER_DEAD_LETTERED_AT",
+    "HEADER_ERROR",
+    "HEADER_FIRST_SEEN",
+    "HEADER_ORIGINAL_QUEUE",
+    "HEADER_REASON",
+    "HEADER_REPLAYS",
+    "HEADER_RETRY_COUNT",
     "ActionReport",
     "Alarm",
     "BrokerAdmin",
     "BrokerConfig",
     "BrokerPlugin",
+    "BrokerTransport",
     "Capabilities",
+    "Closing",
+    "Consumer",
+    "DeathRecord",
     "Delivery",
     "Message",
     "Operation",
+    "Outcome",
+    "Outgoing",
     "PeekResult",
+    "PluginOption",
+    "PublishResult",
     "QueueListing",
     "QueueStats",
     "TransferSession",
+    "TransportCapabilities",
 ]

@@ -9,31 +9,58 @@ no driver: a plugin imports pika, redis or boto3 inside its own package and tran
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from tqadmin.errors import NotSupported
+from tqadmin.masking import mask_text, mask_url
 from tqadmin.plugin.capabilities import Capabilities, Operation
-from tqadmin.plugin.models import ActionReport, Message, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
 
 if TYPE_CHECKING:
     from tqadmin.plugin.transport import BrokerTransport
 
 
 @dataclass(frozen=True, slots=True)
+class PluginOption:
+    """A connection option a plugin understands beyond its URL (Harlequin's adapter options).
+
+    ``name`` is its key in a profile of the config file and in :attr:`BrokerConfig.options`; ``env`` and
+    ``flag`` are the environment variable and the global command-line flag that set it (flags beat the
+    environment, which beats the profile). A ``secret`` value is never shown.
+    """
+
+    name: str
+    help: str
+    env: str | None = None
+    flag: str | None = None
+    secret: bool = False
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class BrokerConfig:
-    """Where and how a plugin connects. ``url`` may carry credentials: never print it unmasked."""
+    """Where and how a plugin connects. ``url`` and options may carry credentials: the repr masks them, so a
+    traceback that prints its locals shows none."""
 
     url: str
-    management_url: str | None = None
     timeout_s: float = 10.0
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def option(self, name: str) -> str | None:
+        """The value of the plugin option ``name``, or ``None`` when not set."""
+        return self.options.get(name) or None
+
+    def __repr__(self) -> str:
+        shown = {k: mask_url(v) if "://" in v else mask_text(v) for k, v in self.options.items()}
+        return f"BrokerConfig(url={mask_url(self.url)!r}, timeout_s={self.timeout_s!r}, options={shown!r})"
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """A message taken from a queue but not yet acknowledged; ``token`` is the plugin's own handle."""
+    """A message taken from a queue and not yet settled, on either face; ``token`` is the plugin's own
+    handle (a channel and delivery tag, a receipt handle, a stream entry id and owner, a lease token)."""
 
     message: Message
     token: object
@@ -123,16 +150,32 @@ class BrokerAdmin(Closing):
         """Whether ``queue`` exists; the default looks it up in :meth:`list_queues`."""
         return any(q.name == queue for q in self.list_queues().queues)
 
+    def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
+        """The times the broker itself dead-lettered ``message``, newest first, as this broker records
+        them on the message (none by default)."""
+        return ()
+
     def close(self) -> None:
         """Close connections held by this admin (none by default)."""
 
 
 class BrokerPlugin(ABC):
-    """What an entry point in ``tqadmin.brokers`` names: a factory for both faces of one broker."""
+    """What an entry point in ``tqadmin.brokers`` names: a factory for both faces of one broker.
+
+    The module that defines a plugin class imports no driver (a layering test checks): the CLI reads every
+    installed plugin's ``options`` to build its global flags, and that must stay cheap and never fail
+    because some other broker's driver is missing.
+    """
 
     name: ClassVar[str]
     schemes: ClassVar[tuple[str, ...]]
     capabilities: ClassVar[Capabilities]
+    options: ClassVar[tuple[PluginOption, ...]] = ()
+
+    def dlq_name(self, queue: str) -> str:
+        """The dead-letter queue tqadmin gives ``queue`` on this broker (INTERFACE.md: ``Q.dlq`` where a
+        dot is allowed); a queue configured otherwise (a redrive policy) is reported by the listing."""
+        return f"{queue}.dlq"
 
     @abstractmethod
     def admin(self, config: BrokerConfig) -> BrokerAdmin:

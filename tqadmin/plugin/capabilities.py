@@ -1,12 +1,14 @@
-"""What a broker plugin can do, declared as data so the UI can grey out the rest and say why.
+"""What a plugin can do, declared as data so the UI can grey out the rest and say why.
 
 Modelled on kombu's transport capability flags: the answer to "can this broker peek?" is a value a plugin
-declares once, not an exception the user discovers by trying.
+declares once, not an exception the user discovers by trying. The admin face declares :class:`Capabilities`,
+the transport face :class:`TransportCapabilities` (how it applies a retry delay, whether deliveries are
+leased).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from tqadmin.errors import NotSupported
@@ -28,15 +30,24 @@ class Operation(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """The operations a plugin supports, why it lacks the others, and what a peek costs on it."""
+    """The admin operations a plugin supports, why it lacks the others, and what a peek costs on it.
+
+    ``unavailable`` names the :class:`~tqadmin.plugin.models.QueueStats` figures the broker cannot give
+    (``"consumers"``, ``"oldest_age_s"``, ``"publish_rate"``...) with the reason shown beside the blank.
+    ``broker_headers`` are headers the broker itself writes and the plugin explains through
+    :meth:`~tqadmin.plugin.base.BrokerAdmin.deaths` (RabbitMQ's ``x-death``), so a viewer need not list
+    them raw. ``server_side_rewrites`` is whether :meth:`~tqadmin.plugin.base.BrokerAdmin.server_side_move`
+    can add to ``x-tq-replays`` (a shovel or a redrive task cannot: replay then takes it only when asked);
+    ``server_side_needs`` says what that path needs on the broker, for when it turns out unavailable.
+    """
 
     supported: frozenset[Operation]
     reasons: tuple[tuple[Operation, str], ...] = ()
     peek_cost: str = ""
-    rates: bool = False
-    oldest_message_age: bool = False
-    alarms: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+    unavailable: tuple[tuple[str, str], ...] = ()
+    broker_headers: frozenset[str] = frozenset()
+    server_side_rewrites: bool = False
+    server_side_needs: str = ""
 
     def supports(self, operation: Operation) -> bool:
         return operation in self.supported
@@ -52,3 +63,32 @@ class Capabilities:
         """Raise :class:`NotSupported` with the declared reason when ``operation`` is unavailable."""
         if not self.supports(operation):
             raise NotSupported(self.why_not(operation))
+
+    def why_unavailable(self, figure: str) -> str | None:
+        """Why the broker gives no value for ``figure`` (a ``QueueStats`` field), or ``None`` if it does."""
+        return dict(self.unavailable).get(figure)
+
+
+@dataclass(frozen=True, slots=True)
+class TransportCapabilities:
+    """How a plugin's transport applies what the worker asks of it.
+
+    Any retry delay is accepted; the plugin applies it its own way (RabbitMQ: TTL queues; Redis: a sorted
+    set; SQS: DelaySeconds; SQLite: a due time) within ``max(delay_slack_s, delay_slack_ratio * delay)`` of
+    the delay asked for. ``max_delay_s`` is the longest delay applied in one step: a longer one is applied
+    in hops (the message comes back early and the consumer defers it again without handing it out).
+    ``leased`` deliveries come back to the queue by themselves unless the consumer extends them (SQS
+    visibility, Redis idle time, SQLite lease); otherwise the broker holds them for the consumer's session.
+    ``publish_options`` are the addressing options ``publish`` understands beyond a queue name (RabbitMQ's
+    ``exchange`` and ``routing_key``).
+    """
+
+    max_delay_s: float
+    delay_slack_s: float = 0.0
+    delay_slack_ratio: float = 0.0
+    leased: bool = False
+    publish_options: frozenset[str] = frozenset()
+
+    def delay_tolerance_s(self, delay_s: float) -> float:
+        """How far from ``delay_s`` the applied delay may be on this broker."""
+        return max(self.delay_slack_s, self.delay_slack_ratio * delay_s)

@@ -20,17 +20,28 @@ HEADER_ORIGINAL_QUEUE = "x-tq-original-queue"
 HEADER_FIRST_SEEN = "x-tq-first-seen"
 HEADER_DEAD_LETTERED_AT = "x-tq-dead-lettered-at"
 HEADER_REPLAYS = "x-tq-replays"
+# Retries made so far, carried in a header so that a retried body stays the producer's byte for byte; the
+# worker reads it over the body's ``retry_count`` (which is what the producer wrote: 0 when published).
+HEADER_RETRY_COUNT = "x-tq-retry-count"
+
+# Top-level keys of export files written before the contract was broker-neutral (AMQP addressing).
+LEGACY_PROPERTY_KEYS = ("routing_key", "exchange")
 
 
 @dataclass(frozen=True, slots=True)
 class QueueStats:
-    """One queue's figures at one poll. ``None`` means the broker does not report that figure."""
+    """One queue's figures at one poll. ``None`` means the broker does not report that figure (the plugin's
+    :attr:`~tqadmin.plugin.capabilities.Capabilities.unavailable` says why), never a made-up 0.
+
+    ``delayed`` counts messages waiting out a retry delay (not yet ready); ``read_only`` is the reason
+    tqadmin may show this queue but not write to it (a queue another framework owns), ``None`` when it may.
+    """
 
     name: str
     messages: int
     ready: int
     unacked: int
-    consumers: int
+    consumers: int | None
     publish_rate: float | None = None
     deliver_rate: float | None = None
     ack_rate: float | None = None
@@ -39,6 +50,8 @@ class QueueStats:
     dlq_messages: int | None = None
     state: str = "running"
     kind: str = ""
+    delayed: int | None = None
+    read_only: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +68,8 @@ class QueueStats:
             "dlq_messages": self.dlq_messages,
             "state": self.state,
             "type": self.kind,
+            "delayed": self.delayed,
+            "read_only": self.read_only,
         }
 
 
@@ -78,9 +93,15 @@ class QueueListing:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A message as stored by the broker: body bytes untouched, headers and properties as plain data.
+    """A message as stored by the broker, the one model of both plugin faces: what the admin face peeks and
+    moves, what a consumer delivers to the worker, and what both publish.
 
-    ``id`` is the job id (the AMQP ``message_id`` or the job's ``id`` field) when one is known.
+    ``body`` is never rewritten by anyone. ``headers`` are the application's headers (AMQP headers, SQS
+    message attributes, Redis stream fields); ``properties`` are the broker's own metadata for this message
+    (AMQP properties, SQS system attributes), plain data that travels with the message within one broker
+    kind. ``id`` is the job id when one is known (the AMQP ``message_id``, or the job's ``id`` field).
+    ``enqueued_at`` is the epoch time it became due (published, or its retry delay over) when the broker
+    tells; ``delivery_count`` how many times the broker has handed it out, where it counts.
     """
 
     body: bytes
@@ -88,8 +109,8 @@ class Message:
     properties: Mapping[str, Any] = field(default_factory=dict)
     id: str | None = None
     redelivered: bool = False
-    routing_key: str = ""
-    exchange: str = ""
+    enqueued_at: float | None = None
+    delivery_count: int | None = None
 
     def job(self) -> dict[str, Any] | None:
         """The body parsed as a JSON object, or ``None`` when it is not one."""
@@ -114,8 +135,6 @@ class Message:
             "headers": _jsonable(dict(self.headers)),
             "properties": _jsonable(dict(self.properties)),
             "redelivered": self.redelivered,
-            "routing_key": self.routing_key,
-            "exchange": self.exchange,
         }
 
     @classmethod
@@ -137,25 +156,48 @@ class Message:
         properties = data.get("properties") or {}
         if not isinstance(headers, Mapping) or not isinstance(properties, Mapping):
             raise ValueError("'headers' and 'properties' must be objects")
+        # Files exported before the contract was broker-neutral carry AMQP's routing key and exchange at
+        # the top level: they are the broker's metadata, so they join the properties.
+        legacy = {k: data[k] for k in LEGACY_PROPERTY_KEYS if k in data and k not in properties}
         message_id = data.get("id")
         return cls(
             body=body,
             headers=dict(headers),
-            properties=dict(properties),
+            properties={**properties, **legacy},
             id=str(message_id) if message_id is not None else None,
             redelivered=bool(data.get("redelivered", False)),
-            routing_key=str(data.get("routing_key", "")),
-            exchange=str(data.get("exchange", "")),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class PeekResult:
-    """Messages looked at without consuming them, and what the look cost on this broker."""
+    """Messages looked at without consuming them, and what the look cost on this broker.
+
+    ``delivery_limit`` is the number of deliveries after which the broker itself drops or dead-letters a
+    message of this queue (a quorum queue's delivery-limit, an SQS redrive policy's maxReceiveCount), when
+    the queue has one: with :attr:`Message.delivery_count` it tells how close a look brings a message to it.
+    """
 
     queue: str
     messages: tuple[Message, ...]
     cost: str
+    delivery_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeathRecord:
+    """One time the broker itself dead-lettered a message (RabbitMQ's ``x-death``, for instance), as the
+    plugin reads it from the message: the queue it died in, why, how often, and when (ISO 8601, if known).
+
+    tqadmin's own worker writes the ``x-tq-*`` headers instead; these records explain the messages that
+    died in the broker without a tqadmin worker (expired, rejected by another framework, over a limit).
+    """
+
+    queue: str | None
+    reason: str | None
+    count: int | None = None
+    at: str | None = None
+    details: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

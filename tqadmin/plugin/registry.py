@@ -1,17 +1,19 @@
-"""Find broker plugins through the ``tqadmin.brokers`` entry-point group, without importing them.
+"""Find broker plugins through the ``tqadmin.brokers`` entry-point group.
 
-Listing reads only package metadata, so ``tqadmin --help`` stays fast and a plugin whose driver is not
-installed does not break the others; a plugin is imported when a URL with its scheme is first used.
+A plugin's module imports no driver (the contract's rule, checked by a layering test), so loading the plugin
+classes to read the options they declare stays cheap, and a plugin whose driver is not installed does not
+break the others: the driver is imported when a face is first opened.
 """
 
 from __future__ import annotations
 
+import functools
 from importlib.metadata import EntryPoint, entry_points
 from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
 from tqadmin.masking import mask_url
-from tqadmin.plugin.base import BrokerPlugin
+from tqadmin.plugin.base import BrokerPlugin, PluginOption
 
 GROUP = "tqadmin.brokers"
 
@@ -30,15 +32,33 @@ def plugin_for_url(url: str) -> BrokerPlugin:
         raise ConfigError(
             f"no broker plugin for {mask_url(url)!r} (scheme {scheme or '?'}://); known: {known}"
         )
-    entry = schemes[scheme]
+    return _load(schemes[scheme])()
+
+
+def installed_options() -> list[PluginOption]:
+    """Every option some installed plugin declares, once each, in a stable order (for the CLI's flags and
+    the config file's keys); a plugin that cannot be loaded declares none."""
+    found: dict[str, PluginOption] = {}
+    for entry in sorted(available_schemes().values(), key=lambda e: e.name):
+        try:
+            plugin_class = _load(entry)
+        except ConfigError:
+            continue
+        for option in plugin_class.options:
+            found.setdefault(option.name, option)
+    return list(found.values())
+
+
+@functools.cache
+def _load(entry: EntryPoint) -> type[BrokerPlugin]:
     try:
         plugin_class = entry.load()
     except ImportError as exc:
         missing = exc.name or "a driver"
         raise ConfigError(
-            f"the broker plugin for {scheme}:// needs {missing}, which is not installed "
+            f"the broker plugin for {entry.name}:// needs {missing}, which is not installed "
             f"(pip install 'tqadmin[{entry.value.split(':')[0].removeprefix('tqadmin_')}]')"
         ) from None
     if not (isinstance(plugin_class, type) and issubclass(plugin_class, BrokerPlugin)):
         raise ConfigError(f"entry point {entry.name} = {entry.value} is not a tqadmin BrokerPlugin")
-    return plugin_class()
+    return plugin_class

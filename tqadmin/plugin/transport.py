@@ -1,7 +1,10 @@
 """The transport face of a broker plugin: what the reference publisher, worker and cron use.
 
-Defined by the pipeline work (issue 3): durable confirmed publishing, consuming with manual acks,
-broker-scheduled retries, dead-lettering with a reason, and recovery of a dead consumer's in-flight messages.
+Broker-neutral: a message is addressed to a queue; a retry takes any delay, which the plugin applies its own
+way and within the precision it declares (:class:`~tqadmin.plugin.capabilities.TransportCapabilities`); each
+plugin names its own dead-letter queue; a consumer can extend the lease of what it holds where deliveries are
+leased; recovering a dead consumer's deliveries is the consumer's own business (a closed AMQP channel, an
+expired visibility timeout or lease, a Redis pending entry claimed back), never the worker's.
 
 The one rule every method keeps: nothing is acknowledged before its successor is durable. ``retry_later`` and
 ``dead_letter`` publish the copy with confirmation and only then ack the original, so a crash between the two
@@ -12,30 +15,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from tqadmin.errors import TqadminError
-from tqadmin.plugin.base import Closing
+from tqadmin.plugin.base import Closing, Delivery
+from tqadmin.plugin.capabilities import TransportCapabilities
+from tqadmin.plugin.models import Message
 
-TASK_EXCHANGE = "task_exchange"
-
-
-def dlq_name(queue: str) -> str:
-    """The dead-letter queue of ``queue`` on brokers whose names allow a dot (INTERFACE.md)."""
-    return f"{queue}.dlq"
-
-
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """One message to publish: the body untouched, where it goes, and its id and headers."""
-
-    body: bytes
-    routing_key: str
-    exchange: str = TASK_EXCHANGE
-    message_id: str | None = None
-    headers: Mapping[str, Any] = field(default_factory=dict)
+Outgoing = tuple[str, Message]
+"""One message to publish and the queue it is addressed to."""
 
 
 class Outcome(StrEnum):
@@ -58,78 +48,68 @@ class PublishResult:
         return all(o is Outcome.CONFIRMED for o in self.outcomes)
 
 
-@dataclass(frozen=True, slots=True)
-class Inbound:
-    """A delivery being worked on. ``token`` is the plugin's handle (channel and tag on RabbitMQ).
-
-    ``published_at`` is the epoch time the message was first published when the broker tells us (for the
-    wait-time histogram), else ``None``.
-    """
-
-    body: bytes
-    headers: Mapping[str, Any]
-    message_id: str | None
-    redelivered: bool
-    token: object
-    published_at: float | None = None
-
-
 class Consumer(ABC):
-    """A consuming session. :meth:`run` drives the broker I/O in the calling thread (so heartbeats are served
-    however long a job runs in another thread); every other method is thread-safe and may be called from the
-    threads that run jobs.
+    """A consuming session on one queue. :meth:`run` drives the broker I/O in the calling thread (so a
+    session's heartbeats are served however long a job runs in another thread); every other method is
+    thread-safe and may be called from the threads that run jobs.
 
-    A delivery whose channel has died is never acked or rejected: the broker has already put it back, and its
-    tag would name a different message (or nothing) on the new channel. Methods return ``False`` then.
+    A delivery this consumer no longer holds (its channel died, its lease passed to another consumer) is
+    never acked or moved: the broker has already given it back. Methods return ``False`` then.
     """
 
     @abstractmethod
-    def run(self, on_message: Callable[[Inbound], None]) -> None:
+    def run(self, on_message: Callable[[Delivery], None]) -> None:
         """Consume until :meth:`stop` has drained, reconnecting with backoff when the connection drops.
         ``on_message`` is called in the I/O thread and must only hand the delivery on."""
 
     @abstractmethod
     def stop(self) -> None:
-        """Stop fetching now; return prefetched deliveries nobody started; :meth:`run` returns once
-        :meth:`drained` has been called and the pending acks are flushed."""
+        """Stop fetching now; :meth:`run` returns once :meth:`drained` has been called and the pending
+        settlements are flushed."""
 
     @abstractmethod
     def drained(self) -> None:
         """Tell :meth:`run` that no job is in flight any more (after :meth:`stop`)."""
 
     @abstractmethod
-    def alive(self, message: Inbound) -> bool:
-        """Whether the delivery can still be acked (its channel is the current one and open)."""
+    def alive(self, delivery: Delivery) -> bool:
+        """Whether the delivery is still this consumer's to settle."""
 
     @abstractmethod
-    def ack(self, message: Inbound) -> bool:
-        """Remove the delivery for good (queued to the I/O thread; returns at once)."""
+    def ack(self, delivery: Delivery) -> bool:
+        """Remove the delivery for good (it may be queued to the I/O thread and return at once)."""
 
     @abstractmethod
-    def release(self, messages: Sequence[Inbound]) -> None:
-        """Give deliveries nobody started back to the queue."""
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        """Give deliveries nobody started (or that could not be handled) back to the queue at once."""
+
+    def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
+        """Keep holding ``deliveries`` (running and prefetched) for ``lease_s`` more seconds; returns those
+        this consumer no longer holds. Where the broker holds deliveries for the session (RabbitMQ), there
+        is nothing to extend."""
+        return []
 
     @abstractmethod
-    def retry_later(
-        self, message: Inbound, body: bytes, delay_s: float, headers: Mapping[str, Any] | None = None
-    ) -> bool:
-        """Publish ``body`` (confirmed), with the original's headers plus ``headers``, so it comes back to the
-        work queue after ``delay_s``, then ack the original; blocks until both happened. ``delay_s`` is 0
-        (straight back) or one of the tiers given to ``declare``."""
+    def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
+        """Publish the body byte for byte (confirmed), with the original's headers updated by ``headers``,
+        so that it comes back to this queue after ``delay_s`` (any delay: the plugin applies it within its
+        declared precision), then ack the original; blocks until both happened."""
 
     @abstractmethod
-    def dead_letter(self, message: Inbound, headers: Mapping[str, Any]) -> bool:
-        """Publish the body byte for byte, with its headers plus ``headers``, to the dead-letter queue
-        (confirmed), then ack the original; blocks until both happened."""
+    def dead_letter(self, delivery: Delivery, headers: Mapping[str, Any]) -> bool:
+        """Publish the body byte for byte, with the original's headers updated by ``headers``, to this
+        queue's dead-letter queue (confirmed), then ack the original; blocks until both happened."""
 
 
 class BrokerTransport(Closing):
-    """The pipeline face of one broker, opened for one queue's producers or consumers."""
+    """The pipeline face of one broker; ``capabilities`` says how it applies delays and holds deliveries."""
+
+    capabilities: ClassVar[TransportCapabilities]
 
     @abstractmethod
-    def declare(self, queue: str, retry_tiers_s: Sequence[float] = ()) -> None:
-        """Declare what ``queue`` needs: the work queue bound to ``task_exchange``, its dead-letter queue and
-        one delay queue per retry tier. A queue that exists with other arguments is used as it is."""
+    def declare(self, queue: str) -> None:
+        """Create what ``queue`` needs (the queue, its dead-letter queue, whatever the plugin uses to apply
+        delays). A queue that exists with other settings (a quorum queue, a redrive policy) is used as is."""
 
     @abstractmethod
     def publish(
@@ -138,19 +118,20 @@ class BrokerTransport(Closing):
         *,
         window: int = 256,
         rate: float | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> PublishResult:
-        """Publish persistently and mandatorily with up to ``window`` confirms outstanding, at most ``rate``
-        a second; reconnect and republish what was not confirmed when the connection drops. Never raises
-        for a message's fate: the result says what became of each one."""
+        """Publish each ``(queue, message)`` durably and confirmed, with up to ``window`` confirms
+        outstanding, at most ``rate`` a second; reconnect and republish what was not confirmed when the
+        connection drops. ``options`` are addressing options the plugin declares in
+        ``TransportCapabilities.publish_options`` (they replace the queue as the address). Never raises for
+        a message's fate: the result says what became of each one."""
 
     @abstractmethod
-    def consumer(self, queue: str, *, prefetch: int) -> Consumer:
-        """A consuming session on ``queue`` (declared first)."""
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        """A consuming session on ``queue`` (declared first). ``lease_s`` is how long a delivery stays this
+        consumer's without :meth:`Consumer.extend` where deliveries are leased."""
 
-    def recover(self, queue: str) -> int:
-        """Return a dead consumer's in-flight messages to ``queue``; how many were returned.
-
-        The default does nothing because brokers with consumer sessions (RabbitMQ) put back the unacked
-        deliveries of a closed channel themselves; brokers with visibility timeouts override this.
-        """
-        return 0
+    def consumer_warnings(self, queue: str, job_timeout_s: float | None) -> list[str]:
+        """Settings of the broker that will cut a run of ``job_timeout_s`` short, said at start (RabbitMQ's
+        ``consumer_timeout``, say); none by default."""
+        return []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqadmin import audit
 from tqadmin.admin.filters import parse_filter
-from tqadmin.admin.scan import export
+from tqadmin.admin.scan import Deaths, export
 from tqadmin.admin.transfer import TransferPlan, count_replay, replay_route, to_queue, transfer
 from tqadmin.config import Settings
 from tqadmin.errors import TqadminError, UsageError
@@ -102,14 +102,14 @@ class WatchedSession(TransferSession):
         self.progress(self.done, self.total)
 
 
-def _transfer_plan(request: ActionRequest, dry_run: bool) -> TransferPlan:
+def _transfer_plan(request: ActionRequest, dry_run: bool, deaths: Deaths) -> TransferPlan:
     matches = parse_filter(request.filter)
     if request.action == "replay":
         return TransferPlan(
             action="replay",
             source=request.source,
             target=request.target,
-            route=replay_route(request.target),
+            route=replay_route(request.target, deaths),
             matches=matches,
             rewrite=count_replay,
             dry_run=dry_run,
@@ -130,7 +130,9 @@ def _transfer_plan(request: ActionRequest, dry_run: bool) -> TransferPlan:
 def plan(admin: BrokerAdmin, request: ActionRequest) -> ActionReport:
     """The dry run: how many messages the action would touch, with nothing changed."""
     if request.action in {"replay", "move"}:
-        outcome = transfer(admin.open_transfer(request.source), _transfer_plan(request, dry_run=True))
+        outcome = transfer(
+            admin.open_transfer(request.source), _transfer_plan(request, dry_run=True, deaths=admin.deaths)
+        )
         if outcome.error is not None:
             raise outcome.error
         return outcome.report
@@ -153,7 +155,7 @@ def execute(
     if request.action == "export":
         report = export(watched, request.source, Path(request.target or f"{request.source}.jsonl"))
         return _cancelled(report, watched, request) if watched.cancelled else report
-    outcome = transfer(watched, _transfer_plan(request, dry_run=False))
+    outcome = transfer(watched, _transfer_plan(request, dry_run=False, deaths=admin.deaths))
     report = _cancelled(outcome.report, watched, request) if watched.cancelled else outcome.report
     if outcome.error is not None:
         raise PartialAction(report, outcome.error)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
 from tqadmin.masking import mask_text
-from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
+from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.registry import plugin_for_url
 
 
 def connect_admin(settings: Settings) -> BrokerAdmin:
     """The configured broker's admin face."""
-    plugin = plugin_for_url(settings.broker_url)
-    return plugin.admin(BrokerConfig(settings.broker_url, settings.management_url, settings.timeout_s))
+    return plugin_for_url(settings.broker_url).admin(settings.broker_config())
 
 
 def describe_error(exc: BaseException) -> str:

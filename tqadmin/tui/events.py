@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.tui.views import CronView, TelemetryView
 
 
@@ -42,9 +42,18 @@ class SidePolled(Message):
 
 
 class MessagesPeeked(Message):
-    def __init__(self, result: PeekResult) -> None:
+    """A peek's result, with what the broker recorded of each message's deaths (read in the poll thread)."""
+
+    def __init__(
+        self,
+        result: PeekResult,
+        deaths: tuple[tuple[DeathRecord, ...], ...] = (),
+        broker_headers: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.result = result
+        self.deaths = deaths
+        self.broker_headers = broker_headers
 
 
 class PeekFailed(Message):

@@ -8,7 +8,6 @@ can prove a read-only profile sent none. The same seed always yields the same sc
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import random
 import threading
@@ -18,7 +17,7 @@ from typing import ClassVar
 from tqadmin.errors import QueueNotFound, TqadminError
 from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
-from tqadmin.plugin.models import Alarm, Message, PeekResult, QueueListing, QueueStats
+from tqadmin.plugin.models import Alarm, DeathRecord, Message, PeekResult, QueueListing, QueueStats
 from tqadmin.tui.views import (
     CronView,
     Latency,
@@ -30,14 +29,11 @@ from tqadmin.tui.views import (
 
 FAKE_CAPABILITIES = Capabilities(
     supported=frozenset(Operation) - {Operation.SERVER_SIDE_MOVE},
-    reasons=((Operation.SERVER_SIDE_MOVE, "the fake broker has no shovel"),),
+    reasons=((Operation.SERVER_SIDE_MOVE, "the fake broker has no server-side move"),),
     peek_cost=(
         "fake broker, modelled on RabbitMQ: peek gets and requeues, which marks the messages redelivered and"
         " counts a delivery; order is kept"
     ),
-    rates=True,
-    oldest_message_age=True,
-    alarms=True,
 )
 TASK_TYPES = ("resize_image", "send_email", "generate_report")
 ERRORS = (
@@ -83,7 +79,7 @@ class FakeAdmin(BrokerAdmin):
             "retry_count": n % 2,
         }
         job["image_url"] = f"https://img.example/{index}/{n}.png"
-        return Message(body=json.dumps(job).encode(), id=job_id, routing_key=queue)
+        return Message(body=json.dumps(job).encode(), id=job_id, properties={"routing_key": queue})
 
     def _dead(self, queue: str, index: int, n: int) -> Message:
         reason, error = ERRORS[(index + n) % len(ERRORS)]
@@ -96,18 +92,16 @@ class FakeAdmin(BrokerAdmin):
             "x-tq-original-queue": queue,
             "x-tq-first-seen": "2026-05-28T20:01:00Z",
             "x-tq-dead-lettered-at": "2026-05-28T20:19:00Z",
-            "x-death": [
-                {
-                    "queue": queue,
-                    "reason": "rejected",
-                    "count": 1,
-                    "exchange": "task_exchange",
-                    "time": datetime.datetime(2026, 5, 28, 20, 19, tzinfo=datetime.UTC),
-                    "routing-keys": [queue],
-                }
-            ],
         }
-        return Message(body=body, headers=headers, id=original.id, routing_key=f"{queue}.dlq")
+        return Message(body=body, headers=headers, id=original.id, properties={"routing_key": f"{queue}.dlq"})
+
+    def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
+        """Modelled on RabbitMQ: a worker's dead letter was rejected once in its original queue."""
+        queue = message.headers.get("x-tq-original-queue")
+        if not isinstance(queue, str):
+            return ()
+        details = (("exchange", "task_exchange"), ("routing-keys", queue))
+        return (DeathRecord(queue, "rejected", 1, "2026-05-28T20:19:00+00:00", details),)
 
     def _stats(self, name: str) -> QueueStats:
         held = len(self.messages[name])

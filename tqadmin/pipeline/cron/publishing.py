@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from tqadmin.errors import Nacked
 from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.publisher import messages_for
-from tqadmin.plugin.transport import TASK_EXCHANGE, BrokerTransport
+from tqadmin.plugin.transport import BrokerTransport
 
 
 class TransportPublish:
-    """``publish(queue, job)`` to ``queue`` through ``task_exchange``, declaring each queue once."""
+    """``publish(queue, job)`` to ``queue``, declaring each queue once."""
 
     def __init__(self, transport: BrokerTransport) -> None:
         self._transport = transport
@@ -29,7 +29,7 @@ class TransportPublish:
 
     def __call__(self, queue: str, job: Job) -> None:
         self.declare((queue,))
-        result = self._transport.publish(messages_for([job], TASK_EXCHANGE, queue), window=1)
+        result = self._transport.publish(messages_for([job], queue), window=1)
         if not result.all_confirmed:
             if result.error is not None:
                 raise result.error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -15,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from tqadmin.plugin.models import HEADER_ERROR, Message
+from tqadmin.plugin.models import HEADER_ERROR, DeathRecord, Message
 from tqadmin.tui.screens.base import DashboardScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
@@ -38,7 +39,6 @@ def body_view(message: Message) -> RenderableType:
 
 
 NONE = Text("(none)", style="dim")
-DEATH_COLUMNS = ("queue", "reason", "count", "exchange", "time", "routing-keys")
 
 
 def headers_table(headers: dict[str, Any], keep: Any) -> RenderableType:
@@ -53,17 +53,24 @@ def headers_table(headers: dict[str, Any], keep: Any) -> RenderableType:
     return table
 
 
-def death_table(deaths: Any) -> RenderableType:
-    """RabbitMQ's ``x-death`` entries; a column shows only when some entry has it (``time`` often does)."""
-    if not isinstance(deaths, list) or not deaths:
+def death_table(deaths: Sequence[DeathRecord]) -> RenderableType:
+    """The times the broker itself dead-lettered the message, newest first, as its plugin reads them; a
+    detail column shows only when some record has it."""
+    if not deaths:
         return NONE
-    entries = [death if isinstance(death, dict) else {} for death in deaths]
-    columns = [c for c in DEATH_COLUMNS if any(c in entry for entry in entries)]
+    extra = list(dict.fromkeys(name for death in deaths for name, _ in death.details))
     table = Table(box=None, padding=(0, 2), header_style="bold")
-    for column in columns:
+    for column in ("queue", "reason", "count", *extra, "time"):
         table.add_column(column, justify="right" if column == "count" else "left")
-    for entry in entries:
-        table.add_row(*(literal(_scalar(entry.get(c, "-"))) for c in columns))
+    for death in deaths:
+        details = dict(death.details)
+        table.add_row(
+            literal(death.queue or "-"),
+            literal(death.reason or "-"),
+            literal("-" if death.count is None else str(death.count)),
+            *(literal(details.get(name, "-")) for name in extra),
+            literal((death.at or "-").replace("+00:00", "Z")),
+        )
     return table
 
 
@@ -86,10 +93,18 @@ class InspectorScreen(DashboardScreen):
         Binding("G", "scroll('end')", "Bottom", show=False),
     ]
 
-    def __init__(self, queue: str, message: Message) -> None:
+    def __init__(
+        self,
+        queue: str,
+        message: Message,
+        deaths: Sequence[DeathRecord] = (),
+        broker_headers: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.queue = queue
         self.message = message
+        self.deaths = tuple(deaths)
+        self.broker_headers = broker_headers  # shown as the deaths table, not raw
 
     def compose(self) -> ComposeResult:
         m = self.message
@@ -111,10 +126,12 @@ class InspectorScreen(DashboardScreen):
             yield Static(body_view(m), id="body")
             yield Static(Text("tqadmin history (x-tq-*)", style="bold underline"), classes="section")
             yield Static(headers_table(headers, lambda k: k.startswith("x-tq-")))
-            yield Static(Text("x-death", style="bold underline"), classes="section")
-            yield Static(death_table(headers.get("x-death")))
+            yield Static(Text("dead-lettered by the broker", style="bold underline"), classes="section")
+            yield Static(death_table(self.deaths))
             yield Static(Text("other headers", style="bold underline"), classes="section")
-            yield Static(headers_table(headers, lambda k: not k.startswith("x-tq-") and k != "x-death"))
+            yield Static(
+                headers_table(headers, lambda k: not k.startswith("x-tq-") and k not in self.broker_headers)
+            )
         yield Footer()
 
     def action_scroll(self, where: str) -> None:

@@ -46,6 +46,7 @@ class QueueDetailScreen(QueueScreen):
         super().__init__()
         self.queue = queue
         self.peeked: tuple[Message, ...] = ()
+        self.peek_event: MessagesPeeked | None = None
 
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
@@ -88,11 +89,14 @@ class QueueDetailScreen(QueueScreen):
     def run_peek(self) -> None:
         try:
             with self.tq.borrowed_admin() as admin:
-                self.post_message(MessagesPeeked(admin.peek(self.queue, PEEK_COUNT)))
+                result = admin.peek(self.queue, PEEK_COUNT)
+                deaths = tuple(admin.deaths(m) for m in result.messages)
+                self.post_message(MessagesPeeked(result, deaths, admin.capabilities.broker_headers))
         except Exception as exc:
             self.post_message(PeekFailed(self.queue, describe_error(exc)))
 
     def on_messages_peeked(self, event: MessagesPeeked) -> None:
+        self.peek_event = event
         self.peeked = event.result.messages
         table = self.query_one("#messages", DataTable)
         table.clear()
@@ -110,8 +114,13 @@ class QueueDetailScreen(QueueScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         from tqadmin.tui.screens.inspector import InspectorScreen
 
-        if event.row_key.value is not None:
-            self.app.push_screen(InspectorScreen(self.queue, self.peeked[int(event.row_key.value)]))
+        if event.row_key.value is not None and self.peek_event is not None:
+            index = int(event.row_key.value)
+            deaths = self.peek_event.deaths[index] if index < len(self.peek_event.deaths) else ()
+            inspector = InspectorScreen(
+                self.queue, self.peeked[index], deaths, self.peek_event.broker_headers
+            )
+            self.app.push_screen(inspector)
 
     def action_cursor(self, direction: str) -> None:
         table = self.query_one("#messages", DataTable)

@@ -1,9 +1,8 @@
 """What a peek cost, said the same way on every screen that peeks.
 
-The broker's own cost text comes first (the RabbitMQ plugin's ``PEEK_COST``, plus its quorum warning when the
-queue is a quorum queue). When the messages carry ``x-delivery-count`` the notice also says how close the
-most-peeked message is to being dropped (the plugin's text says why: on a quorum queue every look is a
-delivery, and past the queue's delivery-limit RabbitMQ drops or dead-letters the message).
+The broker's own cost text comes first (the plugin's, with its warnings for this queue). Where the broker
+counts deliveries and a look is one, the notice also says how close the
+most-delivered message is to the point where the broker drops or dead-letters it.
 """
 
 from __future__ import annotations
@@ -13,13 +12,10 @@ from rich.text import Text
 from tqadmin.plugin.models import PeekResult
 from tqadmin.tui.text import clean
 
-DELIVERY_COUNT = "x-delivery-count"
-
 
 def highest_delivery_count(result: PeekResult) -> int | None:
-    counts = [m.headers.get(DELIVERY_COUNT) for m in result.messages]
-    numbers = [int(c) for c in counts if isinstance(c, int) and not isinstance(c, bool)]
-    return max(numbers) if numbers else None
+    counts = [m.delivery_count for m in result.messages if m.delivery_count is not None]
+    return max(counts) if counts else None
 
 
 def cost_notice(result: PeekResult) -> Text:
@@ -28,8 +24,13 @@ def cost_notice(result: PeekResult) -> Text:
     text.append(clean(result.cost), style="yellow")
     deliveries = highest_delivery_count(result)
     if deliveries is not None:
+        limit = (
+            f" of the {result.delivery_limit} after which the broker drops or dead-letters it"
+            if result.delivery_limit is not None
+            else ""
+        )
         text.append(
-            f"\n Quorum queue: the most-delivered message here has {DELIVERY_COUNT} {deliveries},"
+            f"\n Deliveries counted: the most-delivered message here has {deliveries}{limit},"
             " one more after this look.",
             style="bold red",
         )
