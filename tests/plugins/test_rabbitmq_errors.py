@@ -9,10 +9,10 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pika.exceptions as pe
 import pytest
-from conftest import AmqpQueues
 from fakes.management_api import (
     Answer,
     FakeManagementAPI,
@@ -306,7 +306,7 @@ def test_the_plugin_translates_driver_failures_and_lets_its_own_bugs_through() -
 @pytest.mark.rabbitmq
 def test_a_bug_under_the_plugin_is_exit_1_with_its_masked_traceback_under_v(
     isolated_env: Path,
-    amqp_queues: AmqpQueues,
+    amqp_queues: Any,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -286,6 +286,7 @@ async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and
                 f"\nretry gaps {[round(g, 2) for g in gaps]} s; live again {recovered_s:.2f} s after the heal"
             )
             assert "live" in text_of(app.screen.query_one("#banner"))
-    assert all(0.9 <= gap <= 2 * refresh_s + 0.5 for gap in gaps), gaps
+    slack_s = 1.0  # a loaded machine's scheduling; what was wrong was 4, 8, 16 s
+    assert all(0.9 <= gap <= 2 * refresh_s + slack_s for gap in gaps), gaps
     # a hung call in flight when the API comes back first waits out its --timeout
-    assert recovered_s <= 2 * refresh_s + call_s + 0.5
+    assert recovered_s <= 2 * refresh_s + call_s + slack_s
