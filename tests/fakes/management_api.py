@@ -3,8 +3,8 @@
 It serves the calls tqadmin makes (paged, column-filtered ``/api/queues/<vhost>``, one queue, ``/api/nodes``,
 exchange bindings) from an in-memory model that a test seeds (``seed(10_000)``), and answers
 any path with a canned failure instead (``fail("/api/queues", status(500))``): 401/403/404/5xx, garbage, a
-wrong shape, a slow or trickling answer, a huge body, a dropped connection, a truncated body or a connection
-reset in the middle of the body.
+wrong shape, a slow or trickling answer, a huge body, a dropped connection, a truncated body (or one cut by
+a connection reset).
 
     with FakeManagementAPI() as api:
         api.seed(3, ready=5)
@@ -116,8 +116,9 @@ def dropped() -> Answer:
     return answer
 
 
-def truncated() -> Answer:
-    """Announce a body, send half of it, and hang up."""
+def truncated(reset: bool = False) -> Answer:
+    """Announce a body, send half of it, and hang up: an orderly close, or with ``reset`` a connection reset
+    (RST), as a broker or proxy that died while answering leaves it."""
 
     def answer(h: _Handler) -> None:
         body = b'{"items": [{"name": "a"}], "page_count": 1, "filtered_count"'
@@ -128,25 +129,8 @@ def truncated() -> Answer:
         h.wfile.write(body)
         h.wfile.flush()
         h.close_connection = True
-        h.connection.close()
-
-    return answer
-
-
-def reset_mid_body() -> Answer:
-    """Announce a body, send part of it, and reset the connection (RST): a broker or proxy that died while
-    answering, as opposed to :func:`truncated`'s orderly close."""
-
-    def answer(h: _Handler) -> None:
-        body = b'{"items": [{"name": "a"}], "page_count": 1, "filtered_count"'
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(body) * 2))
-        h.end_headers()
-        h.wfile.write(body)
-        h.wfile.flush()
-        h.close_connection = True
-        h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        if reset:
+            h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         h.connection.close()
 
     return answer

@@ -19,7 +19,6 @@ from fakes.management_api import (
     dropped,
     garbage,
     huge,
-    reset_mid_body,
     shape,
     slow,
     status,
@@ -218,7 +217,7 @@ def test_a_connection_reset_while_the_answer_is_sent_is_exit_3(
     isolated_env: Path, api: FakeManagementAPI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """It was exit 4, "cut its answer short", as for a body cut by an orderly close; a reset is exit 3."""
-    api.fail("/api/queues", reset_mid_body())
+    api.fail("/api/queues", truncated(reset=True))
     code, err = run_queues(capsys, api.url)
     assert code == CONNECT
     assert "reset" in err and api.url in err
