@@ -35,7 +35,8 @@ def setup(verbose: bool) -> None:
     handler = _CurrentStderr()
     handler.setFormatter(MaskingFormatter(FORMAT))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    # Replace only our own (main() may run twice in one process, as in tests); leave others' handlers be.
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _CurrentStderr)] + [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
     logging.getLogger("pika").setLevel(logging.WARNING if verbose else logging.CRITICAL)

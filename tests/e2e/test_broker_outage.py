@@ -26,7 +26,8 @@ from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixtur
 
 from tqadmin.backoff import RECONNECT_CAP_S
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.transport import TASK_EXCHANGE, Outgoing, PublishResult
+from tqadmin.plugin.models import Message
+from tqadmin.plugin.transport import Outgoing, PublishResult
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 
@@ -79,7 +80,9 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
         config = BrokerConfig(url=publisher_proxy.url(), timeout_s=outage_s + 30)
         transport = RabbitMQPlugin().transport(config)
         transport.declare(pipeline.queue)
-        outgoing = [Outgoing(b, pipeline.queue, TASK_EXCHANGE, i) for b, i in zip(bodies, ids, strict=True)]
+        outgoing: list[Outgoing] = [
+            (pipeline.queue, Message(b, id=i)) for b, i in zip(bodies, ids, strict=True)
+        ]
         result: list[PublishResult] = []
         publisher = threading.Thread(target=lambda: result.append(transport.publish(outgoing, rate=RATE)))
         publisher.start()
@@ -98,15 +101,15 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
             "publisher": first_after(publisher_proxy.published_at, up_at, 30),
             "cron": first_after(cron_proxy.published_at, up_at, 30),
         }
-        steady_from = down_at + min(10.0, outage_s / 2)  # past the first quick attempts
+        steady_from = down_at + min(10.0, outage_s / 2)  # past the first quick attempts where it can
         during = [t for p in proxies for t in p.attempts if steady_from <= t < up_at]
         attempts_per_s = len(during) / (up_at - steady_from)
         print(f"\noutage {outage_s:g} s: seconds to recover {back_s}; {attempts_per_s:.2f} attempts/s")
         print(f"over {len(proxies)} processes during the outage ({len(during)} attempts)")
 
         assert max(back_s.values()) <= BACK_WITHIN_S, back_s
-        # Each process waits at least half the cap between attempts once the backoff has reached it.
-        assert attempts_per_s <= len(proxies) * 2 / RECONNECT_CAP_S
+        if outage_s > 10:  # the backoff reaches its cap about 4 s in: then each process waits cap / 2 or more
+            assert attempts_per_s <= len(proxies) * 2 / RECONNECT_CAP_S
 
         publisher.join(outage_s + 60)
         assert result and result[0].all_confirmed, result
