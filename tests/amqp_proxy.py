@@ -80,7 +80,11 @@ class AmqpProxy:
             if self.refusing:
                 _reset(client)
                 continue
-            server = socket.create_connection(self.upstream)
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:  # the broker itself refused: so does the proxy, and it keeps accepting
+                _reset(client)
+                continue
             self.connections += 1
             pair = _Pair(client, server)
             self.pairs.append(pair)
