@@ -42,6 +42,7 @@ class AmqpProxy:
         self.published_at: list[float] = []  # ... of every Basic.Publish forwarded to the broker
         self.refusing = False
         self._closed = False
+        self._admitting = threading.Lock()  # go_down never misses a connection being let through
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, query: str = "") -> str:
@@ -55,7 +56,8 @@ class AmqpProxy:
     def go_down(self) -> None:
         """The broker goes away: every connection is cut and new ones are refused (RST) until
         :meth:`come_back`. Refused attempts still count in :attr:`attempts`."""
-        self.refusing = True
+        with self._admitting:
+            self.refusing = True
         self.drop_all()
 
     def come_back(self) -> float:
@@ -77,19 +79,25 @@ class AmqpProxy:
                     return
                 continue
             self.attempts.append(time.monotonic())
-            if self.refusing:
-                _reset(client)
-                continue
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:  # the broker itself refused: so does the proxy, and it keeps accepting
-                _reset(client)
-                continue
-            self.connections += 1
-            pair = _Pair(client, server)
-            self.pairs.append(pair)
+            with self._admitting:
+                if self.refusing:
+                    _reset(client)
+                    continue
+                pair = self._connect_upstream(client)
+                if pair is None:
+                    continue
+                self.connections += 1
+                self.pairs.append(pair)
             threading.Thread(target=self._client_to_server, args=(pair,), daemon=True).start()
             threading.Thread(target=self._server_to_client, args=(pair,), daemon=True).start()
+
+    def _connect_upstream(self, client: socket.socket) -> _Pair | None:
+        """The pair of sockets for one admitted client, or ``None`` once it was reset (broker refused)."""
+        try:
+            return _Pair(client, socket.create_connection(self.upstream))
+        except OSError:  # the broker itself refused: so does the proxy, and it keeps accepting
+            _reset(client)
+            return None
 
     def _client_to_server(self, pair: _Pair) -> None:
         header = _read_exact(pair.client, PROTOCOL_HEADER_SIZE)

@@ -64,6 +64,17 @@ def connect(url: str, timeout_s: float) -> pika.BlockingConnection:
         return pika.BlockingConnection(params)
     except DRIVER_ERRORS as exc:
         raise_translated(exc, url)
+    except ValueError as exc:
+        raise_translated(reset_while_connecting(exc), url)
+
+
+def reset_while_connecting(exc: ValueError) -> ConnectionResetError:
+    """pika checks a new socket with ``getpeername()`` and raises ValueError when the peer reset it in the
+    meantime (a broker or proxy going down as we connect): that is a reset, not a bug. Any other ValueError
+    is raised again as it is."""
+    if "getpeername" not in str(exc):
+        raise exc
+    return ConnectionResetError(f"connection reset while connecting ({exc})")
 
 
 @contextmanager

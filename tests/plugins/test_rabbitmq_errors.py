@@ -26,7 +26,7 @@ from fakes.management_api import (
     truncated,
 )
 from pika.adapters.blocking_connection import BlockingChannel
-from tqadmin_rabbitmq.connection import connect, translated
+from tqadmin_rabbitmq.connection import connect, reset_while_connecting, translate, translated
 
 from tqadmin.cli import main
 from tqadmin.errors import BrokerError, ConnectTimeout, ExitCode, NotAuthorized, Unreachable
@@ -319,3 +319,13 @@ def test_a_bug_under_the_plugin_is_exit_1_with_its_masked_traceback_under_v(
     err = capsys.readouterr().err
     assert "Traceback" in err and "TypeError: basic_get got a bad argument" in err
     assert SECRET not in err and "amqp://guest:***@" in err
+
+
+def test_a_socket_reset_as_pika_connects_is_a_connection_failure_not_a_bug() -> None:
+    """pika raises ValueError out of its I/O loop when the peer resets a socket it just connected (seen
+    in the broker-outage test: a worker exited 1, "internal error"); any other ValueError stays a bug."""
+    raced = ValueError("Expected connected socket, but getpeername() failed: error=OSError(107, ...)")
+    error = translate(reset_while_connecting(raced), BROKER)
+    assert isinstance(error, Unreachable) and error.exit_code == CONNECT and SECRET not in str(error)
+    with pytest.raises(ValueError, match="something else"):
+        reset_while_connecting(ValueError("something else"))
