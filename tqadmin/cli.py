@@ -50,8 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
 }
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
-# Global options followed by a value, which is not a command name even when it reads like one.
-_VALUED_OPTIONS = frozenset({"--profile", "--broker", "--management-url", "--store", "--config", "--timeout"})
+# Global options followed by a value, which is not a command name even when it reads like one (the broker
+# plugins' flags, such as --management-url, come on top).
+_VALUED_OPTIONS = frozenset({"--profile", "--broker", "--store", "--config", "--timeout"})
 
 
 class CommandModule(Protocol):
@@ -60,14 +61,16 @@ class CommandModule(Protocol):
     def run(self, args: argparse.Namespace, ctx: CommandContext) -> int: ...
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+def _add_global_options(
+    parser: argparse.ArgumentParser, plugin_options: Sequence[PluginOption], *, suppress: bool
+) -> None:
     def default(value: object) -> object:
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("global options")
     group.add_argument("--profile", default=default(None), help="profile from the config file")
     group.add_argument("--broker", dest="broker_url", default=default(None), metavar="URL", help="broker URL")
-    for option in installed_options():  # --management-url and the like, declared by the broker plugins
+    for option in plugin_options:  # --management-url and the like, declared by the broker plugins
         if option.flag:
             group.add_argument(
                 option.flag,
@@ -108,22 +111,24 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; only those named in ``configure`` (all when ``None``) get their own
     options, which imports their modules."""
+    plugin_options = installed_options()  # once: it reads every installed distribution's entry points
     parser = _Parser(prog="tqadmin", description="The terminal for task queues on fire.")
-    _add_global_options(parser, suppress=False)
+    _add_global_options(parser, plugin_options, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if configure is None or name in configure:
             _load(module_name).configure(command_parser)
-        _add_global_options(command_parser, suppress=True)
+        _add_global_options(command_parser, plugin_options, suppress=True)
     return parser
 
 
-def command_in(argv: Sequence[str]) -> str | None:
+def command_in(argv: Sequence[str], plugin_options: Sequence[PluginOption] = ()) -> str | None:
     """The command ``argv`` names (the first word that is not an option or an option's value), if any."""
+    valued = _VALUED_OPTIONS | {o.flag for o in plugin_options if o.flag}
     words = iter(argv)
     for word in words:
-        if word in _VALUED_OPTIONS:
+        if word in valued:
             next(words, None)
         elif not word.startswith("-"):
             return word if word in COMMANDS else None
@@ -137,7 +142,7 @@ def _load(module_name: str) -> CommandModule:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     words = list(sys.argv[1:] if argv is None else argv)
-    command = command_in(words)
+    command = command_in(words, installed_options())
     try:
         args = build_parser({command} if command else ()).parse_args(words)
         if args.command is None:

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from tqadmin.cli import COMMANDS, command_in, main
+from tqadmin.plugin.registry import installed_options
 
 COMMAND_MODULES = {module for module, _help in COMMANDS.values()}
 
@@ -92,6 +93,7 @@ def test_a_command_module_that_cannot_be_imported_breaks_that_command_alone(
 
 def test_the_command_is_the_first_word_that_is_no_option_value() -> None:
     assert command_in(["--profile", "queues", "peek", "q"]) == "peek"
+    assert command_in(["--management-url", "http://h/", "queues"], installed_options()) == "queues"
     assert command_in(["--json", "--timeout=3", "queues"]) == "queues"
     assert command_in(["--json"]) is None
     assert command_in(["nope"]) is None
