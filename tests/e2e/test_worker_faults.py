@@ -121,8 +121,8 @@ def test_a_burst_of_signals_to_the_whole_process_group_still_ends_in_a_clean_exi
     assert code in (0, -signal.SIGTERM)
     if code == 0:
         assert pipeline.effects() == {"slow": 1}
-    else:  # killed, mid-job (the broker has the job back) or once it was done and acked: nothing lost
-        assert (pipeline.effects(), pipeline.depth()) in (({}, 1), ({"slow": 1}, 0))
+    else:  # killed before or after the commit: nothing lost (done once, or back in the queue), nothing twice
+        assert pipeline.effects() == {"slow": 1} or (pipeline.effects() == {} and pipeline.depth() == 1)
 
 
 def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(
@@ -226,7 +226,8 @@ def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(p
     pipeline.publish([{"task_type": "fatal", "id": "held"}])
     store = open_store(pipeline.store_url)
     try:
-        store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
+        # a live lease elsewhere (HELD), long enough to outlast a worker's start on a loaded machine
+        store.claim(pipeline.id_prefix + "held", "another-worker", 8.0)
     finally:
         store.close()
     pipeline.start()
