@@ -226,7 +226,14 @@ def test_retry_tiers_fold_into_their_work_queue_and_all_lists_them(
             api.add_queue(name, ready=waiting, arguments={"x-dead-letter-exchange": "", "x-message-ttl": 1})
         api.add_queue("lonely.retry.5s", ready=4)  # no queue "lonely": not a tier of anything listed
         api.add_queue("work.dlq", ready=1)
-        base = ["queues", "--json", "--management-url", api.url]
+        base = [
+            "queues",
+            "--json",
+            "--broker",
+            "amqp://guest:guest@127.0.0.1:5672/%2F",
+            "--management-url",
+            api.url,
+        ]
         assert main(base) == 0
         listed = {q["name"]: q for q in json.loads(capsys.readouterr().out)["queues"]}
         assert sorted(listed) == ["lonely.retry.5s", "work", "work.dlq"]
@@ -239,6 +246,6 @@ def test_retry_tiers_fold_into_their_work_queue_and_all_lists_them(
             "work.retry.1500ms",
             "work.retry.60s",
         }
-        assert main(["queues", "--management-url", api.url]) == 0
+        assert main([*base[:1], *base[2:]]) == 0
         table = capsys.readouterr().out
         assert "DELAYED" in table and "work.retry" not in table
