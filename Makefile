@@ -2,13 +2,16 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# Exact versions for the dev and CI environment (the package keeps ranges); scripts/lock regenerates it.
+# An environment variable rather than -c, so that pip's isolated build of the project obeys it too.
+PIN    := PIP_CONSTRAINT=$(CURDIR)/constraints.txt
 
 .PHONY: setup services run test lint bench screenshots
 
-$(BIN)/tqadmin: pyproject.toml
+$(BIN)/tqadmin: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev]'
+	$(PIN) $(BIN)/pip install --quiet --upgrade pip
+	$(PIN) $(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev]'
 	touch $@
 
 setup: $(BIN)/tqadmin
@@ -30,7 +33,7 @@ test: setup services
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: setup services
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
+	$(PIN) $(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
 	$(BIN)/python bench/worker_sqlite.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py

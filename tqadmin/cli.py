@@ -3,7 +3,9 @@
 Global options are accepted before or after the command name (``tqadmin --json queues`` and
 ``tqadmin queues --json``): they are declared on the root parser and again on every sub-parser with
 ``SUPPRESS`` defaults, so a value given after the command overrides one given before it and an absent one
-leaves it alone. Command modules are imported only when run, so ``--help`` never pays for pika or Textual.
+leaves it alone. A command's module is imported only to run it or to show its ``--help``: ``tqadmin --help``
+imports none, ``tqadmin queues --help`` only the queues module, so neither pays for pika or Textual, and a
+command whose module cannot be imported breaks that command alone (exit 1, one line), not every other one.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol, cast
 
-from tqadmin import config
+from tqadmin import config, logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
@@ -49,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
 }
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
+# Global options followed by a value, which is not a command name even when it reads like one (the broker
+# plugins' flags, such as --management-url, come on top).
+_VALUED_OPTIONS = frozenset({"--profile", "--broker", "--store", "--config", "--timeout"})
 
 
 class CommandModule(Protocol):
@@ -57,14 +61,16 @@ class CommandModule(Protocol):
     def run(self, args: argparse.Namespace, ctx: CommandContext) -> int: ...
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+def _add_global_options(
+    parser: argparse.ArgumentParser, plugin_options: Sequence[PluginOption], *, suppress: bool
+) -> None:
     def default(value: object) -> object:
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("global options")
     group.add_argument("--profile", default=default(None), help="profile from the config file")
     group.add_argument("--broker", dest="broker_url", default=default(None), metavar="URL", help="broker URL")
-    for option in installed_options():  # --management-url and the like, declared by the broker plugins
+    for option in plugin_options:  # --management-url and the like, declared by the broker plugins
         if option.flag:
             group.add_argument(
                 option.flag,
@@ -102,15 +108,31 @@ class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on usage errors, which is our usage exit code too; keep its message to one line."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; only those named in ``configure`` (all when ``None``) get their own
+    options, which imports their modules."""
+    plugin_options = installed_options()  # once: it reads every installed distribution's entry points
     parser = _Parser(prog="tqadmin", description="The terminal for task queues on fire.")
-    _add_global_options(parser, suppress=False)
+    _add_global_options(parser, plugin_options, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
-        _load(module_name).configure(command_parser)
-        _add_global_options(command_parser, suppress=True)
+        if configure is None or name in configure:
+            _load(module_name).configure(command_parser)
+        _add_global_options(command_parser, plugin_options, suppress=True)
     return parser
+
+
+def command_in(argv: Sequence[str], plugin_options: Sequence[PluginOption] = ()) -> str | None:
+    """The command ``argv`` names (the first word that is not an option or an option's value), if any."""
+    valued = _VALUED_OPTIONS | {o.flag for o in plugin_options if o.flag}
+    words = iter(argv)
+    for word in words:
+        if word in valued:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def _load(module_name: str) -> CommandModule:
@@ -119,11 +141,17 @@ def _load(module_name: str) -> CommandModule:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "ui"])
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = command_in(words, installed_options())
+    try:
+        args = build_parser({command} if command else ()).parse_args(words)
+        if args.command is None:
+            args = build_parser({"ui"}).parse_args([*words, "ui"])
+    except Exception as exc:  # a command module that cannot be imported: a bug in that command alone
+        print(logs.internal_error_line(exc), file=sys.stderr)
+        return int(ExitCode.INTERNAL)
     verbose = bool(args.verbose)
+    logs.setup(verbose)
     try:
         settings = config.resolve(
             config.Overrides(
@@ -146,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _load(module_name).run(args, ctx)
     except TqadminError as exc:
         if verbose:
-            traceback.print_exc()
+            logs.print_traceback(exc)
         print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
@@ -158,9 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         if verbose:
-            traceback.print_exc()
-        detail = mask_text(f"{type(exc).__name__}: {exc}")
-        print(f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v", file=sys.stderr)
+            logs.print_traceback(exc)
+        print(logs.internal_error_line(exc), file=sys.stderr)
         return int(ExitCode.INTERNAL)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqadmin import audit
 from tqadmin.errors import ConfigError, ReadOnly
-from tqadmin.masking import mask_url
+from tqadmin.masking import mask_url, masked_repr
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
 
@@ -71,6 +71,9 @@ class Settings:
     verbose: bool = False
     explicit_broker: bool = False
 
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
     def require_writable(self, action: str) -> None:
         """Raise before anything is sent when this profile may not write (:class:`ReadOnly`) or the write
         could not be audited."""
@@ -101,6 +104,9 @@ class Overrides:
     read_only: bool = False
     timeout_s: float | None = None
     verbose: bool = False
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
 
 
 def plugin_environment(settings: Settings) -> dict[str, str]:

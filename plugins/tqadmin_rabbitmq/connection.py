@@ -1,7 +1,9 @@
 """Open pika connections with the user's URL options and translate pika's failures into our error tree.
 
 One connection per thread (pika's BlockingConnection is not thread-safe). Every error message names the
-endpoint with its credentials masked and says what to check.
+endpoint with its credentials masked and says what to check. Only the driver's own failures (pika's, the
+socket's) are translated: a TypeError or a KeyError is a bug in tqadmin and goes up as it is (exit 1, its
+traceback under ``-v``), never dressed up as a broker error with its cause lost.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import socket
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import pika
 import pika.adapters.utils.connection_workflow as cw
@@ -50,13 +53,28 @@ def connection_parameters(url: str, timeout_s: float) -> pika.URLParameters:
     return params
 
 
+# What the driver raises when the broker or the network fails; anything else is a bug of ours.
+DRIVER_ERRORS = (pe.AMQPError, pe.ChannelError, cw.AMQPConnectorException, OSError)
+
+
 def connect(url: str, timeout_s: float) -> pika.BlockingConnection:
     """A blocking connection, or a :class:`ConnectError` that names the masked endpoint."""
     params = connection_parameters(url, timeout_s)
     try:
         return pika.BlockingConnection(params)
-    except Exception as exc:
-        raise translate(exc, url) from None
+    except DRIVER_ERRORS as exc:
+        raise_translated(exc, url)
+    except ValueError as exc:
+        raise_translated(reset_while_connecting(exc), url)
+
+
+def reset_while_connecting(exc: ValueError) -> ConnectionResetError:
+    """pika checks a new socket with ``getpeername()`` and raises ValueError when the peer reset it in the
+    meantime (a broker or proxy going down as we connect): that is a reset, not a bug. Any other ValueError
+    is raised again as it is."""
+    if "getpeername" not in str(exc):
+        raise exc
+    return ConnectionResetError(f"connection reset while connecting ({exc})")
 
 
 @contextmanager
@@ -64,10 +82,15 @@ def translated(url: str, queue: str | None = None) -> Iterator[None]:
     """Run a block, turning pika and socket errors into :mod:`tqadmin.errors`."""
     try:
         yield
-    except TqadminError:
-        raise
-    except Exception as exc:
-        raise translate(exc, url, queue) from None
+    except DRIVER_ERRORS as exc:
+        raise_translated(exc, url, queue)
+
+
+def raise_translated(exc: BaseException, url: str, queue: str | None = None) -> NoReturn:
+    """Raise :func:`translate`'s error; only one without words of its own keeps the driver's error as its
+    cause (for ``-v``), the others say all there is."""
+    error = translate(exc, url, queue)
+    raise error from error.__cause__
 
 
 def translate(exc: BaseException, url: str, queue: str | None = None) -> TqadminError:
@@ -99,7 +122,14 @@ def translate(exc: BaseException, url: str, queue: str | None = None) -> Tqadmin
                 f"{where} refused access: {exc.reply_text}; check the user, password and vhost"
             )
         return ConnectError(f"{where} closed the connection: {exc.reply_code} {exc.reply_text}")
-    return _connect_failure(exc, where) or BrokerError(f"{where}: unexpected {type(exc).__name__}: {exc}")
+    return _connect_failure(exc, where) or _unexpected(exc, where)
+
+
+def _unexpected(exc: BaseException, where: str) -> BrokerError:
+    """A driver failure we have no words for: named and masked, its cause kept for ``-v``."""
+    error = BrokerError(f"{where}: unexpected {type(exc).__name__}: {mask_text(str(exc))}")
+    error.__cause__ = exc
+    return error
 
 
 def _connect_failure(exc: BaseException, where: str) -> TqadminError | None:

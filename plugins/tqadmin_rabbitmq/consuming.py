@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import NotAuthorized
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
@@ -37,9 +37,6 @@ from tqadmin_rabbitmq.tiers import LADDER
 from tqadmin_rabbitmq.topology import tier_arguments
 
 log = logging.getLogger("tqadmin.worker")
-
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 
 
 class _Token:
@@ -69,7 +66,8 @@ class RabbitConsumer(ConfirmSession, Consumer):
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
         self._on_message = on_message
-        attempt = 0
+        backoff = reconnect_backoff()
+        failures = 0
         while not self._stop.is_set():
             self._opened = False
             ended = self.run_once()
@@ -78,8 +76,8 @@ class RabbitConsumer(ConfirmSession, Consumer):
             error = translate(ended, self.url)
             if isinstance(error, NotAuthorized):
                 raise error
-            attempt = 0 if self._opened else attempt + 1
-            delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+            failures = 1 if self._opened else failures + 1
+            delay = backoff.delay(failures)
             log.warning("connection lost (%s); reconnecting in %.1f s", error, delay)
             self._stop.wait(delay)
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
+from tqadmin.plugin.delays import fold_delays
 from tqadmin.plugin.models import Alarm, QueueStats
-from tqadmin_rabbitmq.naming import dlq_name, is_delay_queue_of
+from tqadmin_rabbitmq.naming import dlq_name, is_delay_queue_of, tier_work_queue
 
 # What one poll asks for: the figures we show and nothing else, so the broker serialises little.
 QUEUE_COLUMNS = (
@@ -90,7 +91,8 @@ def to_stats(items: Sequence[Mapping[str, Any]], now: float, route: Router, wher
     """Map every queue entry, linking each to its dead-letter queue and that queue's depth.
 
     The DLQ is where the queue's DLX (arguments, then policy) routes its messages; failing that, tqadmin's
-    own convention ``Q.dlq`` when such a queue exists.
+    own convention ``Q.dlq`` when such a queue exists. Retry tiers (``Q.retry.5s`` beside ``Q``) are marked
+    as delay queues of ``Q`` and their messages counted in its ``delayed``.
     """
     depth = {str(item["name"]): _count(item, "messages", where) for item in items}
     stats = []
@@ -112,9 +114,10 @@ def to_stats(items: Sequence[Mapping[str, Any]], now: float, route: Router, wher
                 dlq_messages=depth.get(dlq) if dlq is not None else None,
                 state=_text(item, "state", "running", where),
                 kind=_text(item, "type", "classic", where),
+                delay_for=tier_work_queue(name, depth),
             )
         )
-    return stats
+    return list(fold_delays(stats))
 
 
 def to_alarms(document: Any, where: str) -> list[Alarm]:

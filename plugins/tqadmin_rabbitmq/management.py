@@ -59,6 +59,9 @@ class ManagementClient:
             verify=endpoint.base_url.startswith("https://"),
         )
 
+    def __repr__(self) -> str:
+        return f"ManagementClient({self.endpoint!r}, timeout_s={self.timeout_s:g})"
+
     @property
     def where(self) -> str:
         return f"the RabbitMQ management API at {self.endpoint.base_url}"
@@ -103,7 +106,12 @@ class ManagementClient:
             raw = self._read_capped(response, call, deadline, max_bytes or self.max_body_bytes)
         except httpx.TimeoutException:
             raise self._timeout(call) from None
-        except httpx.HTTPError as exc:
+        except httpx.NetworkError as exc:  # reset (or the socket failed) mid-answer: the link, not the API
+            raise Unreachable(
+                f"the connection to {self.where} was reset while it answered {call} ({_detail(exc)}): "
+                "check the broker's health and any proxy or load balancer in between"
+            ) from None
+        except httpx.HTTPError as exc:  # an orderly close before the announced end: a broken answer
             raise BadResponse(
                 f"{self.where} cut its answer to {call} short ({_detail(exc)}): "
                 "check the broker's health and any proxy in between"
@@ -134,17 +142,17 @@ class ManagementClient:
         if status == 401 and _logged_in(response, reason):
             # RabbitMQ also answers 401 when the login worked but the user lacks a tag.
             raise NotAuthorized(
-                f"{self.where} denied user {self.endpoint.username!r} {call} (401{reason}): the user needs a"
-                " tag for this (management, monitoring, or policymaker for shovels)"
+                f"{self.where} denied user {self.endpoint.shown_user!r} {call} (401{reason}): the user needs"
+                " a tag for this (management, monitoring, or policymaker for shovels)"
             )
         if status == 401:
             raise NotAuthorized(
-                f"{self.where} refused the login of user {self.endpoint.username!r} (401): check the "
+                f"{self.where} refused the login of user {self.endpoint.shown_user!r} (401): check the "
                 "credentials in the management URL or the broker URL"
             )
         if status == 403:
             raise NotAuthorized(
-                f"{self.where} denied user {self.endpoint.username!r} {call} (403{reason}): the user needs "
+                f"{self.where} denied user {self.endpoint.shown_user!r} {call} (403{reason}): the user needs "
                 "the management (or monitoring) tag and permissions on the vhost"
             )
         if status == 404:

@@ -10,7 +10,6 @@ broker that stops confirming for that long: the rest is reported unknown, never 
 
 from __future__ import annotations
 
-import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 import pika.exceptions as pe
 
+from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
 from tqadmin.masking import mask_url
 from tqadmin.plugin.transport import Outcome, PublishResult
@@ -26,8 +26,6 @@ from tqadmin_rabbitmq.connection import translate
 from tqadmin_rabbitmq.session import Addressed, ConfirmSession
 
 WATCHDOG_S = 0.25
-BACKOFF_BASE_S = 0.2
-BACKOFF_CAP_S = 5.0
 
 NOT_FOUND = 404
 
@@ -55,20 +53,21 @@ class PublishRun(ConfirmSession):
         self.blocked = False
 
     def run(self) -> PublishResult:
-        attempt = 0
+        backoff = reconnect_backoff()
+        failures = 0
         lost_since: float | None = None
         while self.todo or self.in_flight:
             ended = self.run_once()
             if self.fatal or ended is None:
                 break
             if self.channel_opened_once:
-                attempt, lost_since = 0, None
+                failures, lost_since = 0, None
             lost_since = lost_since or time.monotonic()
             if time.monotonic() - lost_since > self.timeout_s:
                 self.error = self.error or translate(ended, self.url)
                 break
-            time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
-            attempt += 1
+            failures += 1
+            time.sleep(backoff.delay(failures))
         return self._result()
 
     def _result(self) -> PublishResult:

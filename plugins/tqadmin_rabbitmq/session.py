@@ -8,6 +8,7 @@ loop returns from :meth:`run_once` after that, and the caller decides whether to
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from tqadmin.errors import UsageError
 from tqadmin.plugin.models import Message
 from tqadmin_rabbitmq.codec import publish_properties
 from tqadmin_rabbitmq.confirms import ConfirmTracker, Settled, Settlement
-from tqadmin_rabbitmq.connection import connection_parameters
+from tqadmin_rabbitmq.connection import connection_parameters, reset_while_connecting
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,12 @@ class ConfirmSession:
             on_open_error_callback=self._on_open_error,
             on_close_callback=self._on_closed,
         )
-        self.connection.ioloop.start()
+        try:
+            self.connection.ioloop.start()
+        except ValueError as exc:  # raised out of the loop: the connection never came up
+            self._ended = self._ended or reset_while_connecting(exc)
+            with contextlib.suppress(Exception):
+                self.connection.ioloop.close()
         return self._ended
 
     def close(self) -> None:

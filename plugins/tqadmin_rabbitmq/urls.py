@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from tqadmin.errors import ConfigError
-from tqadmin.masking import mask_url
+from tqadmin.masking import MASK, mask_url
 
 DEFAULT_MANAGEMENT_PORT = 15672
 
@@ -20,6 +20,14 @@ class ManagementEndpoint:
     base_url: str  # without credentials, ending in '/': safe to show
     username: str
     password: str
+
+    @property
+    def shown_user(self) -> str:
+        """The user name as messages may show it: a user part without a password is a token, masked."""
+        return self.username if self.password else MASK
+
+    def __repr__(self) -> str:
+        return f"ManagementEndpoint(base_url={self.base_url!r}, username={self.shown_user!r}, password='***')"
 
 
 def vhost_of(amqp_url: str) -> str:

@@ -3,21 +3,27 @@
 It serves the calls tqadmin makes (paged, column-filtered ``/api/queues/<vhost>``, one queue, ``/api/nodes``,
 exchange bindings) from an in-memory model that a test seeds (``seed(10_000)``), and answers
 any path with a canned failure instead (``fail("/api/queues", status(500))``): 401/403/404/5xx, garbage, a
-wrong shape, a slow or trickling answer, a huge body, a dropped connection or a truncated body.
+wrong shape, a slow or trickling answer, a huge body, a dropped connection, a truncated body (or one cut by
+a connection reset).
 
     with FakeManagementAPI() as api:
         api.seed(3, ready=5)
         api.fail("/api/nodes", garbage())
         main(["queues", "--management-url", api.url])
 
-Runs on 127.0.0.1 at a free port in daemon threads; ``api.requests`` records every path asked for.
+Runs on 127.0.0.1 at a free port in daemon threads; ``api.requests`` records every path asked for and
+``api.requested_at`` when (``time.monotonic()``, path).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import socket
+import struct
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -110,8 +116,9 @@ def dropped() -> Answer:
     return answer
 
 
-def truncated() -> Answer:
-    """Announce a body, send half of it, and hang up."""
+def truncated(reset: bool = False) -> Answer:
+    """Announce a body, send half of it, and hang up: an orderly close, or with ``reset`` a connection reset
+    (RST), as a broker or proxy that died while answering leaves it."""
 
     def answer(h: _Handler) -> None:
         body = b'{"items": [{"name": "a"}], "page_count": 1, "filtered_count"'
@@ -122,6 +129,8 @@ def truncated() -> Answer:
         h.wfile.write(body)
         h.wfile.flush()
         h.close_connection = True
+        if reset:
+            h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         h.connection.close()
 
     return answer
@@ -149,10 +158,11 @@ class FakeManagementAPI:
         ]
         self.bindings: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (vhost, exchange) -> bindings
         self.requests: list[str] = []
+        self.requested_at: list[tuple[float, str]] = []
         self.stopping = threading.Event()
         self._faults: list[_Fault] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._server.api = self  # type: ignore[attr-defined]
@@ -258,6 +268,13 @@ class FakeManagementAPI:
         return None
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer is what fault tests do: no traceback on the test's stderr."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: ThreadingHTTPServer
@@ -272,6 +289,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         self.api.requests.append(self.path)
+        self.api.requested_at.append((time.monotonic(), self.path))
         fault = self.api._fault_for(path)
         if fault is not None:
             fault(self)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pika.exceptions as pe
 import pytest
 from fakes.management_api import (
     Answer,
@@ -23,10 +25,11 @@ from fakes.management_api import (
     trickle,
     truncated,
 )
-from tqadmin_rabbitmq.connection import connect
+from pika.adapters.blocking_connection import BlockingChannel
+from tqadmin_rabbitmq.connection import connect, reset_while_connecting, translate, translated
 
 from tqadmin.cli import main
-from tqadmin.errors import ConnectTimeout, ExitCode, NotAuthorized, Unreachable
+from tqadmin.errors import BrokerError, ConnectTimeout, ExitCode, NotAuthorized, Unreachable
 
 SECRET = "s3cret-Pw"
 BROKER = f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F"
@@ -210,6 +213,16 @@ def test_a_truncated_body_is_exit_4(
     assert "short" in err
 
 
+def test_a_connection_reset_while_the_answer_is_sent_is_exit_3(
+    isolated_env: Path, api: FakeManagementAPI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was exit 4, "cut its answer short", as for a body cut by an orderly close; a reset is exit 3."""
+    api.fail("/api/queues", truncated(reset=True))
+    code, err = run_queues(capsys, api.url)
+    assert code == CONNECT
+    assert "reset" in err and api.url in err
+
+
 def test_a_connection_dropped_before_any_answer_is_exit_3(
     isolated_env: Path, api: FakeManagementAPI, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -277,3 +290,42 @@ def test_an_unknown_amqp_host_says_to_check_the_host_name(isolated_env: Path) ->
     with pytest.raises(Unreachable) as info:
         connect(f"amqp://guest:{SECRET}@no-such-host.invalid:5672/%2F", timeout_s=5)
     assert "host name" in str(info.value)
+
+
+def test_the_plugin_translates_driver_failures_and_lets_its_own_bugs_through() -> None:
+    """Any exception used to become "broker error" (exit 4) with the cause dropped, a TypeError included."""
+    with pytest.raises(TypeError), translated(BROKER):
+        raise TypeError("a bug of ours")
+    with pytest.raises(BrokerError) as info, translated(BROKER):
+        raise pe.MethodNotImplemented(f"no such method on {BROKER}")
+    assert "MethodNotImplemented" in str(info.value) and SECRET not in str(info.value)
+    assert isinstance(info.value.__cause__, pe.MethodNotImplemented)
+
+
+@pytest.mark.rabbitmq
+def test_a_bug_under_the_plugin_is_exit_1_with_its_masked_traceback_under_v(
+    isolated_env: Path,
+    amqp_queues: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queue = amqp_queues.declare("bug")
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise TypeError(f"basic_get got a bad argument talking to {BROKER}")
+
+    monkeypatch.setattr(BlockingChannel, "basic_get", broken)
+    assert main(["-v", "peek", queue, "--broker", BROKER.replace(SECRET, "guest")]) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "TypeError: basic_get got a bad argument" in err
+    assert SECRET not in err and "amqp://guest:***@" in err
+
+
+def test_a_socket_reset_as_pika_connects_is_a_connection_failure_not_a_bug() -> None:
+    """pika raises ValueError out of its I/O loop when the peer resets a socket it just connected (seen
+    in the broker-outage test: a worker exited 1, "internal error"); any other ValueError stays a bug."""
+    raced = ValueError("Expected connected socket, but getpeername() failed: error=OSError(107, ...)")
+    error = translate(reset_while_connecting(raced), BROKER)
+    assert isinstance(error, Unreachable) and error.exit_code == CONNECT and SECRET not in str(error)
+    with pytest.raises(ValueError, match="something else"):
+        reset_while_connecting(ValueError("something else"))

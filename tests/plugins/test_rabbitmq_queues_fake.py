@@ -3,12 +3,15 @@ how it maps what comes back (cases the real broker cannot be made to show on dem
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakes.management_api import FakeManagementAPI
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
+from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Alarm, QueueStats
 
@@ -211,3 +214,38 @@ def test_without_a_budget_every_poll_fetches(api: FakeManagementAPI) -> None:
         admin.list_queues()
         admin.list_queues()
     assert api.calls_to("/api/queues") == 2
+
+
+def test_retry_tiers_fold_into_their_work_queue_and_all_lists_them(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """25 delay queues per work queue (at the default 60 s cap) used to be listed as queues of their own."""
+    with FakeManagementAPI() as api:
+        api.add_queue("work", ready=7)
+        for name, waiting in (("work.retry.1s", 3), ("work.retry.1500ms", 2), ("work.retry.60s", 1)):
+            api.add_queue(name, ready=waiting, arguments={"x-dead-letter-exchange": "", "x-message-ttl": 1})
+        api.add_queue("lonely.retry.5s", ready=4)  # no queue "lonely": not a tier of anything listed
+        api.add_queue("work.dlq", ready=1)
+        base = [
+            "queues",
+            "--json",
+            "--broker",
+            "amqp://guest:guest@127.0.0.1:5672/%2F",
+            "--management-url",
+            api.url,
+        ]
+        assert main(base) == 0
+        listed = {q["name"]: q for q in json.loads(capsys.readouterr().out)["queues"]}
+        assert sorted(listed) == ["lonely.retry.5s", "work", "work.dlq"]
+        assert listed["work"]["delayed"] == 6 and listed["work"]["messages"] == 7
+        assert listed["work"]["dlq"] == "work.dlq"
+        assert main([*base, "--all"]) == 0
+        every = {q["name"]: q for q in json.loads(capsys.readouterr().out)["queues"]}
+        assert {n for n, q in every.items() if q["delay_for"] == "work"} == {
+            "work.retry.1s",
+            "work.retry.1500ms",
+            "work.retry.60s",
+        }
+        assert main([*base[:1], *base[2:]]) == 0
+        table = capsys.readouterr().out
+        assert "DELAYED" in table and "work.retry" not in table

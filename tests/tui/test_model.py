@@ -10,7 +10,7 @@ from tqadmin.plugin.models import Message, QueueListing, QueueStats
 from tqadmin.tui.actions import WatchedSession
 from tqadmin.tui.fake import FakeAdmin
 from tqadmin.tui.grouping import group_dead_letters
-from tqadmin.tui.model import QueueBoard, alerts, backoff_delay, sparkline
+from tqadmin.tui.model import QueueBoard, alerts, retry_delay, sparkline
 from tqadmin.tui.text import clean, literal
 
 
@@ -47,11 +47,12 @@ def test_a_queue_over_any_threshold_says_why() -> None:
     assert alerts(QueueStats("q", 1, 1, 0, 1), Thresholds(depth=100)) == ()
 
 
-def test_polls_back_off_exponentially_up_to_a_cap() -> None:
-    delays = [backoff_delay(n, 2.0, 60.0) for n in range(8)]
-    assert delays[0] == 2.0
-    assert delays[1:5] == [4.0, 8.0, 16.0, 32.0]
-    assert delays[-1] == 60.0
+def test_a_failing_api_is_retried_no_slower_than_two_refreshes_and_no_faster_than_once_a_second() -> None:
+    """A dashboard at a 5 s refresh used to wait 20 s after two timeouts, and 60 s after a few more."""
+    for refresh in (0.2, 0.5, 1.0, 2.0, 5.0, 30.0):
+        delays = [retry_delay(n, refresh) for n in range(1, 1000)]
+        assert all(max(1.0, refresh) <= d <= max(1.0, 2 * refresh) for d in delays), refresh
+    assert [retry_delay(n, 5.0) for n in range(4)] == [5.0, 5.0, 7.5, 7.5]
 
 
 def test_broker_strings_lose_escape_sequences_and_keep_their_brackets() -> None:

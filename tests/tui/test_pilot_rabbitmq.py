@@ -6,7 +6,10 @@ The management API refreshes its figures every few seconds, so tests wait (bound
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
-from tests.fakes.management_api import FakeManagementAPI, garbage, status
+from tests.fakes.management_api import FakeManagementAPI, garbage, slow, status
 from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
 from tqadmin.plugin.models import QueueListing
@@ -226,3 +229,64 @@ async def test_on_rabbitmq_export_then_move_from_the_keyboard(
     assert len(exported.read_text().splitlines()) == 2
     assert depth(work) == 0
     assert depth(dlq) == 5
+
+
+async def until_true(check: Callable[[], bool], within_s: float) -> None:
+    """Wait (real time, bounded) while the app's timers and poll threads run."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        assert time.monotonic() < deadline, "the dashboard never got there"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("fault", "hangs"),
+    [(slow(30), True), (status(500), False), (status(401), False), (garbage(), False)],
+    ids=["blackhole", "500", "401", "garbage"],
+)
+async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and_shown_back_within_two(
+    tmp_path: Path, fault: Any, hangs: bool
+) -> None:
+    """After two timeouts a dashboard at a 5 s refresh waited 20 s between polls (60 s after a few more), so
+    it said "unreachable" long after the API was back. Measured from the fake API's request log: the gap
+    between two failing polls (less the call's own time, the --timeout, for a hung API) and the seconds from
+    the API's return to a live board."""
+    refresh_s, timeout_s = 1.0, 1.0
+    with FakeManagementAPI() as api:
+        api.seed(3, prefix="fake-")
+        settings = Settings(
+            broker_url=AMQP_URL,
+            broker_options={"management_url": api.url},
+            audit_log=tmp_path / "a.jsonl",
+            timeout_s=timeout_s,
+        )
+        config = settings.broker_config()
+        app = TqadminApp(
+            settings=settings,
+            refresh_s=refresh_s,
+            admin_factory=lambda _s: FreshListingAdmin(config),
+            telemetry=None,
+            cron=None,
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot, lambda: app.poll_state.last_ok is not None)
+            failing_from = time.monotonic()
+            api.fail("/api/queues", fault)
+            await until_true(lambda: app.poll_state.failures >= 5, 60)
+            starts = [
+                t for t, path in api.requested_at if path.startswith("/api/queues") and t > failing_from
+            ]
+            call_s = timeout_s if hangs else 0.0
+            gaps = [b - a - call_s for a, b in itertools.pairwise(starts)]
+            healed_at = time.monotonic()
+            api.heal()
+            banner = app.screen.query_one("#banner")
+            await until_true(lambda: "live" in text_of(banner), 30)
+            recovered_s = time.monotonic() - healed_at
+            print(
+                f"\nretry gaps {[round(g, 2) for g in gaps]} s; live again {recovered_s:.2f} s after the heal"
+            )
+    slack_s = 1.0  # a loaded machine's scheduling; what was wrong was 4, 8, 16 s
+    assert all(0.9 <= gap <= 2 * refresh_s + slack_s for gap in gaps), gaps
+    # a hung call in flight when the API comes back first waits out its --timeout
+    assert recovered_s <= 2 * refresh_s + call_s + slack_s

@@ -16,6 +16,7 @@ from types import FrameType
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
+from tqadmin.masking import MaskingFormatter
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Publish, Scheduler
 from tqadmin.store.lease import open_cron_store
@@ -116,7 +117,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def _logger(instance: str, verbose: bool) -> logging.Logger:
     logger = logging.getLogger("tqadmin.cron")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(f"%(asctime)s cron[{instance}] %(levelname)s %(message)s"))
+    handler.setFormatter(MaskingFormatter(f"%(asctime)s cron[{instance}] %(levelname)s %(message)s"))
     logger.handlers[:] = [handler]
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     logger.propagate = False

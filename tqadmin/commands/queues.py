@@ -1,10 +1,15 @@
-"""``tqadmin queues``: every queue's figures in one poll."""
+"""``tqadmin queues``: every queue's figures in one poll.
+
+Retry delay queues (RabbitMQ's ``Q.retry.5s`` tiers) are folded into their work queue's DELAYED figure, so
+the queues an on-call engineer looks for are not buried under 25 tiers each; ``--all`` lists them too.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
 
 
@@ -12,13 +17,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--filter", dest="name_filter", metavar="TEXT", help="only queues whose name contains TEXT"
     )
+    parser.add_argument(
+        "--all",
+        dest="all_queues",
+        action="store_true",
+        help="list retry delay queues too (otherwise counted in their work queue's DELAYED)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         listing = admin.list_queues()
         unavailable = dict(admin.capabilities.unavailable)
-    queues = [q for q in listing.queues if not args.name_filter or args.name_filter in q.name]
+    listed = work_queues(listing.queues, include_delay_queues=args.all_queues)
+    queues = [q for q in listed if not args.name_filter or args.name_filter in q.name]
     document = {
         "queues": [q.to_json() for q in queues],
         "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
@@ -37,6 +49,7 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
             q.ready,
             q.unacked,
             q.messages,
+            q.delayed,
             q.consumers,
             _rate(q.publish_rate),
             _rate(q.deliver_rate),
@@ -52,6 +65,7 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
         "READY",
         "UNACKED",
         "TOTAL",
+        "DELAYED",
         "CONSUMERS",
         "PUB/S",
         "DELIV/S",

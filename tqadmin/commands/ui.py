@@ -26,5 +26,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     from tqadmin.tui.app import TqadminApp
 
-    TqadminApp(settings=ctx.settings, refresh_s=float(getattr(args, "refresh", 2.0))).run()
-    return 0
+    app = TqadminApp(settings=ctx.settings, refresh_s=float(getattr(args, "refresh", 2.0)))
+    app.run()
+    return app.return_code or 0  # 1 after a crash

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
-import traceback
 from contextlib import AbstractContextManager, nullcontext
 
+from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError, UsageError
@@ -82,13 +81,6 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
-    logging.basicConfig(
-        level=logging.INFO if ctx.settings.verbose else logging.WARNING,
-        format="%(asctime)s %(process)d %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
-    logging.getLogger("pika").setLevel(logging.WARNING if ctx.settings.verbose else logging.CRITICAL)
 
     def child() -> int:
         from tqadmin.store.factory import open_store
@@ -106,11 +98,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except TqadminError as exc:
             print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
             return int(exc.exit_code)
-        except Exception as exc:  # a bug: one masked line (a masked traceback under -v), never a raw one
+        except Exception as exc:  # a bug: said here, masked, rather than by multiprocessing, raw
             if ctx.settings.verbose:
-                print(mask_text("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
-            detail = mask_text(f"{type(exc).__name__}: {exc}")
-            print(f"tqadmin: internal error (a bug, please report it): {detail}", file=sys.stderr, flush=True)
+                logs.print_traceback(exc)
+            print(logs.internal_error_line(exc), file=sys.stderr, flush=True)
             return int(ExitCode.INTERNAL)
         return 0
 

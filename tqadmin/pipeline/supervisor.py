@@ -3,10 +3,11 @@ process pools do: a task that calls ``os._exit`` or is killed by the OOM killer 
 the worker the operator started.
 
 The child says how it meant to exit through a pipe before it exits; a child that dies without saying so
-crashed and is restarted with exponential backoff and full jitter (so a job that kills every worker does not
-make them restart in lock step). The jobs it held are redelivered by the broker, and the completion store
-counts the crash against the job it had claimed, which is how a poison job ends as ``crash_loop``. A second
-pipe lets the child notice its supervisor died (SIGKILL) and exit rather than live on as an orphan.
+crashed and is restarted with exponential backoff and jitter (:mod:`tqadmin.backoff`, so a job that kills
+every worker does not make them restart in lock step). The jobs it held are redelivered by the broker, and
+the completion store counts the crash against the job it had claimed, which is how a poison job ends as
+``crash_loop``. A second pipe lets the child notice its supervisor died (SIGKILL) and exit rather than live on
+as an orphan.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import random
 import signal
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+
+from tqadmin.backoff import Backoff
 
 log = logging.getLogger("tqadmin.worker")
 
@@ -47,7 +49,8 @@ def supervise(target: Callable[[], int]) -> int:
             os.kill(child[0].pid, signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    attempt = 0
+    backoff = Backoff(RESTART_BASE_S, RESTART_CAP_S)
+    failures = 0
     try:
         while True:
             status_r, status_w = os.pipe()
@@ -66,8 +69,8 @@ def supervise(target: Callable[[], int]) -> int:
                 return said[0]
             if stopping:
                 return 1
-            attempt = 0 if time.monotonic() - started > STABLE_S else attempt + 1
-            delay = random.uniform(0, min(RESTART_CAP_S, RESTART_BASE_S * 2**attempt))
+            failures = 1 if time.monotonic() - started > STABLE_S else failures + 1
+            delay = backoff.delay(failures)
             log.warning(
                 "worker process %s died (exit %s); starting a new one in %.2f s",
                 process.pid,

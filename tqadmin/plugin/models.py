@@ -35,6 +35,8 @@ class QueueStats:
 
     ``delayed`` counts messages waiting out a retry delay (not yet ready); ``read_only`` is the reason
     tqadmin may show this queue but not write to it (a queue another framework owns), ``None`` when it may.
+    ``delay_for`` names the work queue when this queue only holds messages waiting out a retry delay for it
+    (RabbitMQ's ``Q.retry.5s`` tiers): listings fold it into that queue's ``delayed``.
     """
 
     name: str
@@ -52,6 +54,7 @@ class QueueStats:
     kind: str = ""
     delayed: int | None = None
     read_only: str | None = None
+    delay_for: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class QueueStats:
             "type": self.kind,
             "delayed": self.delayed,
             "read_only": self.read_only,
+            "delay_for": self.delay_for,
         }
 
 

@@ -3,7 +3,8 @@
 Polls run in thread workers (blocking drivers must never freeze the UI) and post their outcome back as
 messages; the next poll is scheduled only when the previous one has finished, so a slow broker slows the
 poll rate instead of piling up requests. After a failure the last good data stays on screen, marked stale,
-and the poll backs off exponentially until the broker answers again.
+and the poll is retried after one refresh, then every 1.5 refreshes (at most once a second), so the board
+shows the broker back within two refreshes of its return (:func:`tqadmin.tui.model.retry_delay`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from rich.text import Text
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -22,13 +24,14 @@ from textual.timer import Timer
 
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectError, TqadminError
+from tqadmin.logs import masked_traceback
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
-from tqadmin.tui.model import QueueBoard, backoff_delay
+from tqadmin.tui.model import QueueBoard, retry_delay
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
@@ -38,7 +41,21 @@ from tqadmin.tui.state import PollState
 from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
-BACKOFF_CAP_S = 60.0
+
+
+class MaskedCrash(Exception):
+    """What the dashboard reports when it crashes: the traceback with secrets masked and no locals.
+
+    Textual's own crash report prints every frame's local variables, broker URLs with their passwords
+    among them; it renders an exception that has ``__rich__`` as that instead.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.text = masked_traceback(error)
+
+    def __rich__(self) -> Text:
+        return Text(self.text)
 
 
 class TqadminApp(App[None]):
@@ -121,6 +138,12 @@ class TqadminApp(App[None]):
     def on_mount(self) -> None:
         self.start_polling()
 
+    def _handle_exception(self, error: Exception) -> None:
+        """Crash as Textual does (exit code 1, the report on stderr), with the report masked."""
+        crash = MaskedCrash(error)
+        crash.__cause__ = error  # for a test's traceback; the report printed is ``crash.text``
+        super()._handle_exception(crash)
+
     # -- polling ---------------------------------------------------------------------------------------
 
     def start_polling(self) -> None:
@@ -189,7 +212,7 @@ class TqadminApp(App[None]):
     def on_poll_failed(self, event: PollFailed) -> None:
         if event.generation != self._generation:
             return
-        delay = backoff_delay(self.poll_state.failures + 1, self.refresh_s, BACKOFF_CAP_S)
+        delay = retry_delay(self.poll_state.failures + 1, self.refresh_s)
         self.poll_state = self.poll_state.failed(event.error, delay)
         self.queues_changed.publish(None)
         self._schedule(delay)

@@ -17,6 +17,7 @@ from typing import ClassVar
 from tqadmin.errors import QueueNotFound, TqadminError
 from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.delays import fold_delays
 from tqadmin.plugin.models import Alarm, DeathRecord, Message, PeekResult, QueueListing, QueueStats
 from tqadmin.tui.views import (
     CronView,
@@ -41,6 +42,13 @@ ERRORS = (
     ("fatal", "ValueError: image has zero width"),
     ("malformed", "body is not a JSON object"),
 )
+# Retry delay queues of the default seed, as RabbitMQ's tiers: (work queue, delay queue, messages waiting).
+DELAY_QUEUES = (
+    ("resize_image", "resize_image.retry.2s", 4),
+    ("resize_image", "resize_image.retry.8s", 2),
+    ("resize_image", "resize_image.retry.30s", 1),
+    ("emails", "emails.retry.1s", 3),
+)
 FROZEN_NOW = 1_780_000_000.0  # 2026-05-28T20:26:40Z: the clock of every seeded screen
 
 
@@ -58,6 +66,7 @@ class FakeAdmin(BrokerAdmin):
         self.calls: list[str] = []
         self.failure: TqadminError | None = None
         self.alarms: tuple[Alarm, ...] = ()
+        self.delay_for: dict[str, str] = {}
         names = list(queues) if queues is not None else ["orders", "resize_image", "emails", "reports"]
         names += [f"bulk-{i:05d}" for i in range(extra)]
         for index, name in enumerate(names):
@@ -68,6 +77,10 @@ class FakeAdmin(BrokerAdmin):
             if extra == 0 or index < 4:
                 self.messages[f"{name}.dlq"] = [self._dead(name, index, n) for n in range(2 + index % 3)]
                 self.backlog[f"{name}.dlq"] = 0
+        for work, delay_queue, waiting in DELAY_QUEUES if queues is None else ():
+            self.messages[delay_queue] = [self._job(work, 0, 200 + n) for n in range(waiting)]
+            self.backlog[delay_queue] = 0
+            self.delay_for[delay_queue] = work
 
     def _job(self, queue: str, index: int, n: int) -> Message:
         task_type = TASK_TYPES[(index + n) % len(TASK_TYPES)]
@@ -106,15 +119,16 @@ class FakeAdmin(BrokerAdmin):
     def _stats(self, name: str) -> QueueStats:
         held = len(self.messages[name])
         depth = held + self.backlog[name]
-        unacked = 0 if name.endswith(".dlq") else min(depth, self._random.randint(0, 4))
+        idle = name.endswith(".dlq") or name in self.delay_for  # nobody consumes these
+        unacked = 0 if idle else min(depth, self._random.randint(0, 4))
         dlq = f"{name}.dlq" if f"{name}.dlq" in self.messages else None
-        rate = self._random.uniform(0, 40) if not name.endswith(".dlq") else 0.0
+        rate = self._random.uniform(0, 40) if not idle else 0.0
         return QueueStats(
             name=name,
             messages=depth,
             ready=depth - unacked,
             unacked=unacked,
-            consumers=0 if name.endswith(".dlq") else 1 + len(name) % 3,
+            consumers=0 if idle else 1 + len(name) % 3,
             publish_rate=round(rate, 1),
             deliver_rate=round(rate * 0.9, 1),
             ack_rate=round(rate * 0.85, 1),
@@ -122,13 +136,14 @@ class FakeAdmin(BrokerAdmin):
             dlq=dlq,
             dlq_messages=len(self.messages[dlq]) if dlq else None,
             kind="classic",
+            delay_for=self.delay_for.get(name),
         )
 
     def step(self) -> None:
         """Let the synthetic backlog drift, as a live broker's would between two polls."""
         with self._lock:
             for name in self.backlog:
-                if not name.endswith(".dlq"):
+                if not name.endswith(".dlq") and name not in self.delay_for:
                     self.backlog[name] = max(0, self.backlog[name] + self._random.randint(-8, 10))
 
     def list_queues(self) -> QueueListing:
@@ -136,7 +151,7 @@ class FakeAdmin(BrokerAdmin):
         if self.failure is not None:
             raise self.failure
         with self._lock:
-            queues = tuple(self._stats(name) for name in self.messages)
+            queues = fold_delays([self._stats(name) for name in self.messages])
         return QueueListing(queues=queues, alarms=self.alarms, broker="fake://seeded")
 
     def peek(self, queue: str, count: int) -> PeekResult:

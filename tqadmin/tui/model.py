@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from tqadmin.backoff import Backoff
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
 
@@ -71,11 +72,21 @@ def alerts(queue: QueueStats, thresholds: Thresholds) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-def backoff_delay(failures: int, base_s: float, cap_s: float = 60.0) -> float:
-    """Seconds to wait before the next poll after ``failures`` failed ones in a row (0 = healthy)."""
+MIN_RETRY_S = 1.0  # one dashboard never asks a failing API more than once a second
+RETRY_CAP_REFRESHES = 1.5
+
+
+def retry_delay(failures: int, refresh_s: float) -> float:
+    """Seconds to wait before the next poll after ``failures`` failed ones in a row (0 = healthy).
+
+    A failing API is asked again after one refresh, then every 1.5 refreshes (never more often than once a
+    second): the on-call engineer sees it come back within two refreshes, even after a long outage, while
+    a handful of dashboards cost a broken API a request a second or so. No jitter: the bound is the wait.
+    """
     if failures <= 0:
-        return base_s
-    return float(min(cap_s, base_s * 2 ** min(failures, 16)))
+        return refresh_s
+    base = max(MIN_RETRY_S, refresh_s)
+    return Backoff(base, max(base, RETRY_CAP_REFRESHES * refresh_s)).bound(failures)
 
 
 def human_duration(seconds: float | None) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import TqadminError
 from tqadmin.pipeline.cron.misfire import plan
 from tqadmin.pipeline.cron.schedule import Schedule
@@ -36,8 +37,6 @@ Publish = Callable[[str, Job], None]
 
 DEFAULT_LOCK_TTL_S = 15.0
 MIN_WAIT_S = 0.01
-BACKOFF_BASE_S = 0.2
-BACKOFF_CAP_S = 10.0
 LEASE_SAFETY = 0.9  # stop firing after 90% of the TTL without a successful renew: clocks drift
 KEEP_TICKS_MIN_S = 600.0
 
@@ -102,6 +101,7 @@ class Scheduler:
         self._publish = publish
         self._clock: Clock = clock or SystemClock()
         self._rng = rng or random.Random()
+        self._backoff = reconnect_backoff(self._rng)
         self._log = logger or logging.getLogger("tqadmin.cron")
         self._tracks = {s.name: _Track(s, splay_offset(s.name, s.splay)) for s in schedules}
         self._keep_s = {
@@ -142,7 +142,7 @@ class Scheduler:
                 self._fire_due()
         except (TqadminError, PublishFailed) as exc:
             self._failures += 1
-            delay = self._rng.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**self._failures))
+            delay = self._backoff.delay(self._failures)
             if self.lease is not None and not self._leading():
                 self._step_down("lease deadline passed while the store or broker failed")
             if self.lease is not None:

@@ -1,4 +1,7 @@
-"""The first screen: every queue, hottest first, with the workers' telemetry under it."""
+"""The first screen: every queue, hottest first, with the workers' telemetry under it.
+
+Retry delay queues are folded into their work queue's "delayed" column; ``t`` lists them too.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
+from tqadmin.plugin.delays import work_queues
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean
 from tqadmin.tui.widgets.banner import Banner
@@ -21,6 +25,8 @@ class OverviewScreen(QueueScreen):
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse", show=False),
+        # Not in the footer (it is full at 140 columns): the status line says "t lists them" when it applies.
+        Binding("t", "toggle_delay_queues", "Delay queues", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         *QueueScreen.BINDINGS,
     ]
@@ -59,9 +65,12 @@ class OverviewScreen(QueueScreen):
         self.query_one("#queue-header", Static).update(header[int(table.scroll_x) :])  # scrolls with the rows
         label = next(c.label for c in COLUMNS if c.key == table.sort_column)
         arrow = "↓" if table.sort_reverse else "↑"
-        text = Text(
-            f" {table.row_count:,} of {len(self.tq.board.stats):,} queues · sorted by {label} {arrow}"
-        )
+        stats = self.tq.board.stats.values()
+        listed = len(work_queues(stats, table.show_delay_queues))
+        text = Text(f" {table.row_count:,} of {listed:,} queues · sorted by {label} {arrow}")
+        folded = sum(1 for q in stats if q.delay_for is not None)
+        if folded and not table.show_delay_queues:
+            text.append(f" · {folded:,} retry delay queues in 'delayed' (t lists them)")
         if table.needle:
             text.append(" · filter: ")
             text.append(clean(table.needle), style="bold")
@@ -87,6 +96,12 @@ class OverviewScreen(QueueScreen):
 
     def action_sort(self) -> None:
         self.table.cycle_sort()
+        self.show_status()
+
+    def action_toggle_delay_queues(self) -> None:
+        table = self.table
+        table.show_delay_queues = not table.show_delay_queues
+        table.sync(self.tq.board, self.tq.settings.thresholds)
         self.show_status()
 
     def action_reverse(self) -> None:

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
 from tqadmin.frameworks import summarise
+from tqadmin.plugin.delays import delay_queues_of
 from tqadmin.plugin.models import HEADER_REASON, Message
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
@@ -81,6 +82,10 @@ class QueueDetailScreen(QueueScreen):
             )
             if stats.dlq:
                 text.append(f"  DLQ {clean(stats.dlq)}: {human_count(stats.dlq_messages)}")
+            tiers = delay_queues_of(self.tq.board.stats.values(), self.queue)
+            if tiers:
+                text.append(f"\n retry delay queues ({human_count(stats.delayed)} waiting): ")
+                text.append("  ".join(f"{clean(t.name)} {human_count(t.messages)}" for t in tiers))
         self.query_one("#queue-figures", Static).update(text)
 
     def action_peek(self) -> None:

@@ -23,6 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tqadmin.config import Thresholds
+from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.tui.model import (
     QueueBoard,
@@ -51,6 +52,7 @@ COLUMNS = (
     Column("ready", "ready", 8, lambda q: human_count(q.ready)),
     Column("unacked", "in flight", 9, lambda q: human_count(q.unacked)),
     Column("messages", "total", 8, lambda q: human_count(q.messages)),
+    Column("delayed", "delayed", 7, lambda q: human_count(q.delayed)),
     Column("publish_rate", "pub/s", 7, lambda q: human_rate(q.publish_rate)),
     Column("deliver_rate", "dlv/s", 7, lambda q: human_rate(q.deliver_rate)),
     Column("ack_rate", "ack/s", 7, lambda q: human_rate(q.ack_rate)),
@@ -118,6 +120,7 @@ class QueueTable(ScrollView, can_focus=True):
         self.sort_column = "messages"
         self.sort_reverse = True
         self.needle = ""
+        self.show_delay_queues = False  # retry delay queues are folded into their work queue's "delayed"
         self.order: list[str] = []
         self.hot = 0  # listed queues over an alert threshold, counted at each sync
         self.board = QueueBoard()
@@ -135,7 +138,9 @@ class QueueTable(ScrollView, can_focus=True):
         selected = self.selected_queue()
         self.board, self.thresholds = board, thresholds
         stats = board.stats
-        names = [n for n in stats if matches_filter(n, self.needle)] if self.needle else list(stats)
+        names = [q.name for q in work_queues(stats.values(), self.show_delay_queues)]
+        if self.needle:
+            names = [n for n in names if matches_filter(n, self.needle)]
         column = self.sort_column
         names.sort(key=lambda n: sort_value(stats[n], column), reverse=self.sort_reverse)
         self.order = names

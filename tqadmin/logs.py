@@ -1,0 +1,57 @@
+"""Where log lines and tracebacks go, set up once for every command: stderr, through the masking formatter.
+
+Installing one handler on the root logger at start (rather than one per command) is what makes "every log
+line passes through masking" hold for loggers nobody thought of, a driver's included. Tracebacks that are
+printed rather than logged (``-v``, a crash in a worker process) go through :func:`print_traceback`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import TextIO
+
+from tqadmin.masking import MaskingFormatter, mask_text
+
+FORMAT = "%(asctime)s %(process)d %(levelname)s %(message)s"
+
+
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a line is logged: the dashboard swaps it while it runs, and
+    a line written past it to the terminal would scribble over the screen."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        """StreamHandler's constructor sets it; there is nothing to keep."""
+
+
+def setup(verbose: bool) -> None:
+    """Log to stderr, masked: INFO and up with ``-v``, warnings and errors otherwise."""
+    handler = _CurrentStderr()
+    handler.setFormatter(MaskingFormatter(FORMAT))
+    root = logging.getLogger()
+    # Replace only our own (main() may run twice in one process, as in tests); leave others' handlers be.
+    root.handlers[:] = [h for h in root.handlers if not isinstance(h, _CurrentStderr)] + [handler]
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
+    logging.getLogger("pika").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
+def masked_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc``, its causes too, with secrets masked (and no frame's locals)."""
+    return mask_text("".join(traceback.format_exception(exc)))
+
+
+def print_traceback(exc: BaseException) -> None:
+    print(masked_traceback(exc), end="", file=sys.stderr, flush=True)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """The one line a bug gets: what it is, masked, and how to see more."""
+    detail = mask_text(f"{type(exc).__name__}: {exc}")
+    return f"tqadmin: internal error (a bug, please report it): {detail}; rerun with -v"
