@@ -1,0 +1,136 @@
+"""What every Redis user in tqadmin shares: connecting (one Redis or a Redis Cluster, found out by asking),
+running Lua scripts by SHA in one round trip, and turning redis-py's exceptions into tqadmin's error tree.
+
+The state store, the cron store and the Redis broker plugin all go through here, so a cluster is handled,
+a script reloaded after a restart and a password masked the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, Unreachable
+from tqadmin.masking import mask_text
+from tqadmin.store.redis_scripts import Script
+
+if TYPE_CHECKING:
+    import redis
+
+ScriptCall = tuple[Script, Sequence[str], Sequence[Any]]
+"""A script, the keys it touches (all in one slot) and its arguments."""
+
+
+def connect(url: str, timeout_s: float, where: str, flag: str) -> redis.Redis[bytes]:
+    """A client for ``url``: a :class:`redis.RedisCluster` when the server says it runs in cluster mode
+    (``INFO cluster``), a plain :class:`redis.Redis` otherwise. Both speak the commands tqadmin uses; the
+    cluster client routes each one (and each script, by its keys' slot) to the master that owns it."""
+    import redis
+
+    options: dict[str, Any] = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+    with translated(where, flag):
+        client = redis.Redis.from_url(url, health_check_interval=30, **options)
+        try:
+            enabled = client.info("cluster").get("cluster_enabled") == 1
+        except redis.ResponseError:  # INFO refused by an ACL: assume a single server
+            enabled = False
+        if not enabled:
+            return client
+        client.close()
+        cluster: Any = redis.RedisCluster.from_url(url, **options)
+        return cluster  # type: ignore[no-any-return]
+
+
+def is_cluster(client: Any) -> bool:
+    import redis
+
+    return isinstance(client, redis.RedisCluster)
+
+
+def run_scripts(client: Any, calls: Sequence[ScriptCall], where: str, flag: str) -> list[Any]:
+    """Run each (script, keys, args), in one round trip, by SHA; replies in order.
+
+    redis-py's own Script objects check ``SCRIPT EXISTS`` before every pipeline, which doubles the round
+    trips; here a script is loaded only when Redis answers NOSCRIPT (first use, a restart, a flush, or a
+    cluster master that never saw it), and only the calls refused for that are sent again. The first other
+    error reply is raised (translated) after the whole batch ran.
+    """
+    import redis
+
+    replies: list[Any] = [None] * len(calls)
+    pending = list(range(len(calls)))
+    with translated(where, flag):
+        for _ in range(3):
+            if len(pending) == 1:
+                script, keys, args = calls[pending[0]]
+                try:
+                    replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
+                    return replies
+                except redis.exceptions.NoScriptError:
+                    _load(client, script, keys)
+                    continue
+            pipe = client.pipeline(transaction=False)
+            for index in pending:
+                script, keys, args = calls[index]
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
+                replies[index] = reply
+            retry = [i for i in pending if isinstance(replies[i], redis.exceptions.NoScriptError)]
+            failed = next(
+                (replies[i] for i in pending if isinstance(replies[i], Exception) and i not in retry), None
+            )
+            if failed is not None:
+                raise failed
+            if not retry:
+                return replies
+            for index in retry:
+                _load(client, calls[index][0], calls[index][1])
+            pending = retry
+        raise BadResponse(f"{where} keeps forgetting its scripts (SCRIPT FLUSH?)")
+
+
+def _load(client: Any, script: Script, keys: Sequence[str]) -> None:
+    """Load ``script`` where it will run: on a cluster, the master of its keys' slot."""
+    if is_cluster(client) and keys:
+        node = client.get_node_from_key(keys[0])
+        client.script_load(script.source, target_nodes=node)
+    elif is_cluster(client):
+        client.script_load(script.source, target_nodes=client.ALL_NODES)
+    else:
+        client.script_load(script.source)
+
+
+def text(value: Any) -> str:
+    """A reply as text (redis-py gives bytes), ``""`` for a missing one."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+@contextlib.contextmanager
+def translated(where: str, flag: str) -> Iterator[None]:
+    """Turn redis-py's exceptions into tqadmin's error tree, naming ``where`` and never its password;
+    ``flag`` is the option the user would check (``--store``, ``--broker``)."""
+    import redis
+
+    try:
+        yield
+    except redis.AuthenticationError as exc:
+        raise NotAuthorized(f"{where} refused the credentials ({detail(exc)}); check {flag}") from None
+    except redis.TimeoutError as exc:
+        raise ConnectTimeout(f"{where} did not answer in time ({detail(exc)}); check it is up") from None
+    except redis.ConnectionError as exc:
+        raise Unreachable(
+            f"cannot reach the {where} ({detail(exc)}); check {flag} and that Redis runs"
+        ) from None
+    except redis.exceptions.RedisClusterException as exc:
+        raise Unreachable(f"cannot use the {where} as a cluster ({detail(exc)}); check {flag}") from None
+    except redis.ResponseError as exc:
+        raise BadResponse(f"{where} answered with an error: {detail(exc)}") from None
+
+
+def detail(exc: BaseException) -> str:
+    return mask_text(str(exc))[:300]
