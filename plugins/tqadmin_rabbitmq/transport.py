@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import UsageError
+from tqadmin.errors import TqadminError, UsageError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport, Consumer, Outgoing, PublishResult
-from tqadmin_rabbitmq import topology
+from tqadmin_rabbitmq import MANAGEMENT_URL, topology
 from tqadmin_rabbitmq.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.naming import TASK_EXCHANGE
@@ -63,6 +63,26 @@ class RabbitMQTransport(BrokerTransport):
         from tqadmin_rabbitmq.consuming import RabbitConsumer
 
         return RabbitConsumer(self.config.url, self.config.timeout_s, queue, prefetch)
+
+    def consumer_warnings(self, queue: str, job_timeout_s: float | None) -> list[str]:
+        from tqadmin_rabbitmq.management import ManagementClient, path_of
+        from tqadmin_rabbitmq.timeouts import job_timeout_warning
+        from tqadmin_rabbitmq.urls import management_endpoint, vhost_of
+
+        endpoint = management_endpoint(self.config.url, self.config.option(MANAGEMENT_URL.name))
+        api = ManagementClient(endpoint, self.config.timeout_s)
+        try:
+            document = api.get_json(
+                path_of("api", "queues", vhost_of(self.config.url), queue),
+                {"columns": "arguments,effective_policy_definition"},
+                missing=f"queue {queue!r}",
+            )
+        except TqadminError:  # the API is optional for a worker: judge by RabbitMQ's default
+            document = {}
+        finally:
+            api.close()
+        warning = job_timeout_warning(queue, job_timeout_s, document if isinstance(document, dict) else {})
+        return [] if warning is None else [warning]
 
     def close(self) -> None:
         """Each call opens and closes its own connection: nothing is held between calls."""

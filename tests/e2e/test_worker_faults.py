@@ -226,7 +226,8 @@ def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(p
     pipeline.publish([{"task_type": "fatal", "id": "held"}])
     store = open_store(pipeline.store_url)
     try:
-        store.claim(pipeline.id_prefix + "held", "another-worker", 2.0)  # a live lease elsewhere: HELD
+        # a live lease elsewhere (HELD), long enough to outlast a worker's start on a loaded machine
+        store.claim(pipeline.id_prefix + "held", "another-worker", 8.0)
     finally:
         store.close()
     pipeline.start()
@@ -237,3 +238,12 @@ def test_a_job_held_by_another_worker_keeps_its_first_seen_time_while_it_waits(p
     headers = properties.headers
     seen, dead = (datetime.fromisoformat(headers[h]) for h in ("x-tq-first-seen", "x-tq-dead-lettered-at"))
     assert (dead - seen).total_seconds() >= 1.0, "first seen when it was first held, not when it died"
+
+
+def test_a_job_timeout_past_the_brokers_consumer_timeout_is_warned_about_at_start(pipeline: Pipeline) -> None:
+    pipeline.declare(pipeline.queue)
+    worker = pipeline.start("--job-timeout", "3600", verbose=False)
+    pipeline.wait_for(lambda: "exceeds the consumer timeout" in pipeline.log_text(), 30, "the warning")
+    assert "--job-timeout 3600 s" in pipeline.log_text() and "1800 s" in pipeline.log_text()
+    pipeline.stop_all()
+    assert worker.returncode == 0

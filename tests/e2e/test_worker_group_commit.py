@@ -183,3 +183,33 @@ def test_a_store_failure_on_a_shared_round_trip_fails_the_finished_run_and_gives
     assert consumer.acked == [2]
     assert consumer.acked_before_marked == []
     assert store.done_among(new_job_id(i) for i in range(3)) == {new_job_id(2)}
+
+
+def test_a_bug_in_the_worker_gives_the_delivery_back_and_stops_it_instead_of_redelivering_forever(
+    store: RecordingStore,
+) -> None:
+    class BuggyStore(RecordingStore):
+        def complete_and_claim(
+            self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
+        ) -> tuple[list[bool], list[Claim]]:
+            raise TypeError("a bug in the worker's own code")
+
+    buggy = BuggyStore(store._client, url=REDIS_URL, prefix=store.prefix)
+    registry = TaskRegistry()
+    registry.register(TaskSpec("noop", lambda ctx, job: None))
+    consumer = BurstConsumer([new_job("noop", job_id=new_job_id(0)).encode()], lambda _id: False)
+    worker = Worker(WorkerSettings(queue="bug", concurrency=1), BurstTransport(consumer), buggy, registry)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except TypeError as exc:
+            failed.append(exc)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive()  # it stopped by itself
+    assert [str(e) for e in failed] == ["a bug in the worker's own code"]
+    assert consumer.released == [0] and consumer.acked == []  # nothing lost, nothing retried forever

@@ -6,11 +6,12 @@ import argparse
 import logging
 import signal
 import sys
+import traceback
 from contextlib import AbstractContextManager, nullcontext
 
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
@@ -105,6 +106,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except TqadminError as exc:
             print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
             return int(exc.exit_code)
+        except Exception as exc:  # a bug: one masked line (a masked traceback under -v), never a raw one
+            if ctx.settings.verbose:
+                print(mask_text("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
+            detail = mask_text(f"{type(exc).__name__}: {exc}")
+            print(f"tqadmin: internal error (a bug, please report it): {detail}", file=sys.stderr, flush=True)
+            return int(ExitCode.INTERNAL)
         return 0
 
     return supervise(child)

@@ -27,6 +27,7 @@ import random
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +120,7 @@ class Worker:
         self._finished = threading.Event()  # run() is over: the monitor stops (it renews until then)
         self._consumer: Consumer | None = None
         self._holding: HoldingConsumer | None = None  # set where the broker leases deliveries
+        self.failure: Exception | None = None  # a bug of the worker's own that stopped it
         self._gate = SoloGate()
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
@@ -132,6 +134,8 @@ class Worker:
         """Declare, consume until :meth:`stop` has drained the in-flight jobs, then say goodbye."""
         s = self.settings
         self.transport.declare(s.queue)
+        for warning in self.transport.consumer_warnings(s.queue, s.job_timeout_s):
+            log.warning("%s", warning)
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
         if self.transport.capabilities.leased:
             consumer = self._holding = HoldingConsumer(consumer)
@@ -148,6 +152,8 @@ class Worker:
             self._finished.set()
             monitor.join(timeout=5)
             self._beat(final=True)
+        if self.failure is not None:
+            raise self.failure
 
     def request_stop(self) -> None:
         """Ask for :meth:`stop` from a signal handler: it only sets a flag, which the monitor thread acts on.
@@ -243,27 +249,51 @@ class Worker:
     def _guarded(
         self, consumer: Consumer, delivery: Delivery | None, step: Callable[..., _Outcome], *args: Any
     ) -> _Outcome:
-        """``step(consumer, *args)``; when the store fails (or a bug), give ``delivery`` back and pause."""
+        """``step(consumer, *args)``; when the store or the broker fails, give ``delivery`` back and pause.
+
+        Anything else is a bug in the worker, not trouble outside it: the delivery goes back too (nothing is
+        lost), and the worker stops with exit 1 rather than redeliver the same job forever.
+        """
         try:
             return step(consumer, *args)
+        except (TqadminError, OSError) as exc:  # the store or the broker: wait for it to come back
+            self._warn_trouble(exc)
+            bug = None
         except Exception as exc:
-            if self._store_trouble.allow():
-                more = self._store_trouble.suppressed
-                log.warning(
-                    "could not handle a delivery: %s%s",
-                    mask_text(f"{type(exc).__name__}: {exc}"),
-                    f" ({more} more since the last such warning)" if more else "",
-                )
-            with self._lock:
-                run = self._running.pop(threading.get_ident(), None)
-                if run is not None and not run.abandoned:
-                    self._leave_gate(run)
-            if run is not None and run.abandoned:
-                return _ABANDONED
-            if delivery is not None:
-                consumer.release([delivery])
-            self._stopping.wait(STORE_RETRY_S)
+            bug = exc
+        with self._lock:
+            run = self._running.pop(threading.get_ident(), None)
+            if run is not None and not run.abandoned:
+                self._leave_gate(run)
+        if run is not None and run.abandoned:
+            return _ABANDONED
+        if delivery is not None:
+            consumer.release([delivery])
+        if bug is not None:
+            self._fail(bug)
             return None
+        self._stopping.wait(STORE_RETRY_S)
+        return None
+
+    def _warn_trouble(self, exc: BaseException) -> None:
+        if self._store_trouble.allow():
+            more = self._store_trouble.suppressed
+            log.warning(
+                "could not handle a delivery: %s%s",
+                mask_text(f"{type(exc).__name__}: {exc}"),
+                f" ({more} more since the last such warning)" if more else "",
+            )
+
+    def _fail(self, bug: Exception) -> None:
+        """Stop the worker because of a bug of its own; :meth:`run` raises it once the worker has drained."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = bug
+        if first:
+            log.error("worker bug, stopping: %s", mask_text(f"{type(bug).__name__}: {bug}"))
+            log.info("%s", mask_text("".join(traceback.format_exception(bug))))
+        self.request_stop()
 
     def _handle(self, consumer: Consumer, delivery: Delivery, finished: _Run | None) -> _Outcome:
         """Settle one delivery, and ``finished`` (marking it done in the same round trip as this delivery's
