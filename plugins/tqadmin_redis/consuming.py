@@ -2,7 +2,7 @@
 
 The I/O loop (the worker's main thread) takes entries: a script promotes the retries that are due and reads
 new entries without blocking; when there are none it blocks in ``XREADGROUP`` no longer than the next due
-retry (and at most a second, so a stop is noticed). Every few seconds a recovery pass claims entries whose
+retry (and at most 100 ms, which bounds how late a retry scheduled meanwhile can be). Every few seconds a recovery pass claims entries whose
 holder let them sit idle past its lease (a dead or stopped worker, or entries given back), oldest first.
 
 A delivery is held for as long as the entry is pending to this consumer: the worker's monitor renews what it
@@ -37,7 +37,10 @@ from tqadmin_redis.naming import GROUP, RELEASED, QueueKeys
 
 log = logging.getLogger("tqadmin.worker")
 
-MAX_BLOCK_MS = 1000
+# How long an idle consumer blocks in XREADGROUP. A new entry wakes it at once; a retry another thread
+# schedules while it blocks does not (a sorted set does not wake stream readers), so this bounds how late a
+# due retry is promoted: the declared delay precision.
+MAX_BLOCK_MS = 100
 PROMOTE_MAX = 1000
 RECOVER_SCAN = 1000
 ACK_BATCH = 1000
@@ -278,9 +281,10 @@ class RedisConsumer(Consumer):
         except TqadminError as exc:
             log.warning("could not renew the lease of %d entries: %s", len(mine), exc)
             return []
-        lost = [d for d, ok in zip(mine, renewed, strict=True) if not ok]
-        if lost:
-            self._take_back(lost)
+        # an entry settled while the script ran is no longer ours either, but it was not lost
+        with self._lock:
+            lost = [d for d, ok in zip(mine, renewed, strict=True) if not ok and d.token in self._held]
+            self._held.difference_update(d.token for d in lost)
         return lost
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:

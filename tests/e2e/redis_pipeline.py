@@ -1,0 +1,108 @@
+"""The worker end-to-end harness on the Redis broker: workers, jobs and dead letters on a Redis stream.
+
+Keys live under a prefix of the test's own (the broker URL's ``?prefix=``), so tests run in parallel and the
+clean-up deletes exactly what one test made. ``redis_url`` may name a Redis of the test's own (the restart
+test's): broker, store and the tasks' counters then all live there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from tqadmin_redis.naming import Layout
+from worker_harness import REDIS_URL, Pipeline
+
+from tqadmin.cli import main
+
+
+@dataclass(frozen=True)
+class Letter:
+    """A dead letter as read from the DLQ stream (``headers`` like an AMQP message's properties)."""
+
+    headers: dict[str, Any] = field(default_factory=dict)
+
+
+class RedisPipeline(Pipeline):
+    def __init__(self, queue: str, logs: Path, redis_url: str = REDIS_URL) -> None:
+        super().__init__(queue, logs)
+        self.redis_url = redis_url
+        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
+        self.raw = redis.Redis.from_url(redis_url)
+        self.prefix = f"tqb-{queue}"
+        self.broker = f"{redis_url}?prefix={self.prefix}"
+        self.store_url = f"{redis_url}?prefix={self.store_prefix}"
+        self.layout = Layout(self.prefix)
+
+    def start_with_tasks(
+        self, tasks: str, *options: str, broker: str | None = None, verbose: bool = True
+    ) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
+        command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
+        command += ["--broker", broker or self.broker, "--store", self.store_url]
+        command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]
+        env = {**os.environ, "E2E_REDIS_URL": self.redis_url}
+        process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True, env=env)
+        self.workers.append(process)
+        return process
+
+    def publish(self, jobs: list[dict[str, Any]]) -> list[str]:
+        path = self.logs / f"jobs-{time.monotonic_ns()}.jsonl"
+        lines = [{"key": self.key, **job, "id": self.id_prefix + job["id"]} for job in jobs]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        code = main(["--broker", self.broker, "publish", "--queue", self.queue, "--from-file", str(path)])
+        assert code == 0
+        return [job["id"] for job in jobs]
+
+    def publish_raw(self, bodies: list[bytes]) -> None:
+        self.declare(self.queue)
+        stream = self.layout.queue(self.queue).stream
+        for body in bodies:
+            self.raw.xadd(stream, {"body": body})
+
+    def declare(self, queue: str) -> None:
+        from tqadmin.plugin.base import BrokerConfig
+        from tqadmin.plugin.registry import plugin_for_url
+
+        with plugin_for_url(self.broker).transport(BrokerConfig(url=self.broker)) as transport:
+            transport.declare(queue)
+
+    def depth(self, queue: str | None = None) -> int:
+        """Entries in the stream (ready or held), as XLEN counts them."""
+        return int(self.raw.xlen(self.layout.queue(queue or self.queue).stream))
+
+    def pending(self) -> int:
+        """Entries in the work stream and its delay set: everything not yet done or dead."""
+        keys = self.layout.queue(self.queue)
+        return int(self.raw.xlen(keys.stream)) + int(self.raw.zcard(keys.delay))
+
+    def dead_letters(self) -> list[tuple[Any, bytes]]:
+        """Every dead letter (taken for good), oldest first, as ``(Letter(headers), body)``."""
+        stream = self.layout.dlq(self.queue).stream
+        entries = self.raw.xrange(stream)
+        if entries:
+            self.raw.xdel(stream, *[entry_id for entry_id, _ in entries])
+        return [(Letter(json.loads(fields.get(b"headers", b"{}"))), fields[b"body"]) for _, fields in entries]
+
+    def cleanup(self) -> None:
+        self.stop_all()
+        patterns = (f"{self.prefix}:*", f"{self.key}:*", f"*{self.id_prefix}*", f"*{self.store_prefix}*")
+        keys = [key for pattern in patterns for key in self.raw.scan_iter(pattern, count=1000)]
+        for start in range(0, len(keys), 1000):
+            self.raw.delete(*keys[start : start + 1000])
+
+
+@pytest.fixture(name="redis_pipeline")
+def redis_pipeline_fixture(unique: str, tmp_path: Path, isolated_env: Path) -> Iterator[RedisPipeline]:
+    p = RedisPipeline(f"tqr_{unique}", tmp_path)
+    yield p
+    p.cleanup()
