@@ -112,3 +112,14 @@ def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any,
         return code, (json.loads(captured.out) if captured.out.strip() else None), captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A three-master Redis Cluster of this test process's own, on free loopback ports
+    (tests/redis_servers.py)."""
+    from redis_servers import RedisCluster
+
+    cluster = RedisCluster()
+    yield cluster.url
+    cluster.close()

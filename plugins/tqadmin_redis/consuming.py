@@ -2,8 +2,9 @@
 
 The I/O loop (the worker's main thread) takes entries: a script promotes the retries that are due and reads
 new entries without blocking; when there are none it blocks in ``XREADGROUP`` no longer than the next due
-retry (and at most 100 ms, which bounds how late a retry scheduled meanwhile can be). Every few seconds a recovery pass claims entries whose
-holder let them sit idle past its lease (a dead or stopped worker, or entries given back), oldest first.
+retry, and at most 100 ms: that bounds how late a retry scheduled meanwhile is promoted. Every few
+seconds a recovery pass claims entries whose holder let them sit idle past its lease (a dead or stopped
+worker, or entries given back), oldest first.
 
 A delivery is held for as long as the entry is pending to this consumer: the worker's monitor renews what it
 holds (:meth:`RedisConsumer.extend`), and an entry idle past this consumer's lease may be claimed by another

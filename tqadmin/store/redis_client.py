@@ -48,6 +48,16 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, redis.RedisCluster)
 
 
+def server_time(client: Any, key: str) -> tuple[int, int]:
+    """``TIME`` of the server that holds ``key`` (a cluster pipeline cannot carry TIME, so it is a call of
+    its own): seconds and microseconds."""
+    if is_cluster(client):
+        seconds, micros = client.time(target_nodes=client.get_node_from_key(key))
+    else:
+        seconds, micros = client.time()
+    return int(seconds), int(micros)
+
+
 def run_scripts(client: Any, calls: Sequence[ScriptCall], where: str, flag: str) -> list[Any]:
     """Run each (script, keys, args), in one round trip, by SHA; replies in order.
 
@@ -68,13 +78,9 @@ def run_scripts(client: Any, calls: Sequence[ScriptCall], where: str, flag: str)
                     replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
                     return replies
                 except redis.exceptions.NoScriptError:
-                    _load(client, script, keys)
+                    _load(client, script)
                     continue
-            pipe = client.pipeline(transaction=False)
-            for index in pending:
-                script, keys, args = calls[index]
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
+            for index, reply in _evalsha_batch(client, [calls[i] for i in pending], pending):
                 replies[index] = reply
             retry = [i for i in pending if isinstance(replies[i], redis.exceptions.NoScriptError)]
             failed = next(
@@ -85,20 +91,50 @@ def run_scripts(client: Any, calls: Sequence[ScriptCall], where: str, flag: str)
             if not retry:
                 return replies
             for index in retry:
-                _load(client, calls[index][0], calls[index][1])
+                _load(client, calls[index][0])
             pending = retry
         raise BadResponse(f"{where} keeps forgetting its scripts (SCRIPT FLUSH?)")
 
 
-def _load(client: Any, script: Script, keys: Sequence[str]) -> None:
-    """Load ``script`` where it will run: on a cluster, the master of its keys' slot."""
-    if is_cluster(client) and keys:
-        node = client.get_node_from_key(keys[0])
-        client.script_load(script.source, target_nodes=node)
-    elif is_cluster(client):
-        client.script_load(script.source, target_nodes=client.ALL_NODES)
-    else:
-        client.script_load(script.source)
+def _evalsha_batch(client: Any, calls: Sequence[ScriptCall], indexes: Sequence[int]) -> list[tuple[int, Any]]:
+    """Replies of ``calls`` (errors as values), in one pipeline per server. A cluster pipeline refuses
+    EVALSHA, so on a cluster the calls are grouped by the master of their keys' slot and each group is
+    pipelined on that master's connection; a call the master redirects (the slot moved meanwhile) is sent
+    again through the cluster client, which follows the redirection."""
+    import redis
+
+    if not is_cluster(client):
+        pipe = client.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        return list(zip(indexes, pipe.execute(raise_on_error=False), strict=True))
+    by_node: dict[str, list[tuple[int, ScriptCall]]] = {}
+    nodes: dict[str, Any] = {}
+    for index, call in zip(indexes, calls, strict=True):
+        node = client.get_node_from_key(call[1][0])
+        nodes[node.name] = node
+        by_node.setdefault(node.name, []).append((index, call))
+    replies: list[tuple[int, Any]] = []
+    for name, group in by_node.items():
+        pipe = client.get_redis_connection(nodes[name]).pipeline(transaction=False)
+        for _, (script, keys, args) in group:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        for (index, (script, keys, args)), reply in zip(
+            group, pipe.execute(raise_on_error=False), strict=True
+        ):
+            answer = reply
+            if isinstance(reply, redis.ResponseError) and str(reply).startswith(("MOVED", "ASK")):
+                try:
+                    answer = client.evalsha(script.sha, len(keys), *keys, *args)
+                except redis.ResponseError as exc:
+                    answer = exc
+            replies.append((index, answer))
+    return sorted(replies, key=lambda pair: pair[0])
+
+
+def _load(client: Any, script: Script) -> None:
+    """Load ``script``; a cluster client loads it on every master."""
+    client.script_load(script.source)
 
 
 def text(value: Any) -> str:

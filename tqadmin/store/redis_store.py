@@ -29,7 +29,7 @@ from tqadmin.store.base import (
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
-from tqadmin.store.redis_client import ScriptCall, connect, detail, run_scripts, text, translated
+from tqadmin.store.redis_client import ScriptCall, connect, detail, run_scripts, server_time, text, translated
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 if TYPE_CHECKING:
@@ -213,11 +213,11 @@ class RedisStore(StateStore):
         latest, seen, ttl = heartbeat_keys(self.prefix)
         with _translated(self.url):
             pipe = self._client.pipeline(transaction=False)
-            pipe.time()
             pipe.hgetall(latest)
             pipe.zrange(seen, 0, -1, withscores=True)
             pipe.hgetall(ttl)
-            (sec, usec), snapshots, beats, ttls = pipe.execute()
+            snapshots, beats, ttls = pipe.execute()
+            sec, usec = server_time(self._client, latest)
         now_ms = sec * 1000 + usec / 1000
         promised = {text(k): int(v) for k, v in ttls.items()}
         records = []
@@ -240,9 +240,8 @@ class RedisStore(StateStore):
         latest, seen, _ = heartbeat_keys(self.prefix)
         with _translated(self.url):
             pipe = self._client.pipeline(transaction=False)
-            pipe.time()
-            pipe.zrange(seen, 0, -1, withscores=True)
-            (sec, usec), beats = pipe.execute()
+            beats = self._client.zrange(seen, 0, -1, withscores=True)
+            sec, usec = server_time(self._client, seen)
             now_ms = sec * 1000 + usec / 1000
             start_ms = now_ms - window_s * 1000
             active = [(text(raw), score) for raw, score in beats if score >= start_ms]
