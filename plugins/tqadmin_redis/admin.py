@@ -22,7 +22,7 @@ from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import to_message
 from tqadmin_redis.foreign import ForeignQueues
 from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
-from tqadmin_redis.naming import GROUP, RELEASED, QueueKeys, dlq_name, same_slot
+from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, dlq_name, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
 
 DEFAULT_LEASE_MS = 30_000  # the worker's default --lease: for consumers that registered none
@@ -223,9 +223,15 @@ class RedisAdmin(BrokerAdmin):
         return self.conn.layout.queue(queue)
 
     def _refuse_foreign(self, queue: str) -> None:
+        """Another framework's queue is never written; nor is a name of that form not found (yet)."""
+        if not queue.startswith(FOREIGN_PREFIXES):
+            return
         foreign = self.foreign.find(queue)
         if foreign is not None:
             raise NotSupported(f"{queue} is {foreign.read_only}")
+        raise NotSupported(
+            f"{queue} names another framework's queue on Redis, and tqadmin never writes those"
+        )
 
     def close(self) -> None:
         if self._conn is not None:

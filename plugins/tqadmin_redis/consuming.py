@@ -103,6 +103,9 @@ class RedisConsumer(Consumer):
                 delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
                 log.warning("Redis: %s; trying again in %.1f s", exc, delay)
                 self._stop.wait(delay)
+                # Idle times ran on while Redis was away (or restarting): let the other live consumers renew
+                # what they hold for one lease before claiming anything as abandoned.
+                next_recover = time.monotonic() + delay + self.lease_ms / 1000
         self._drained.wait()
         with self._lock:
             self._lock.notify_all()

@@ -32,6 +32,7 @@ from tqadmin_redis.naming import FOREIGN_PREFIXES
 DISCOVERY_TTL_S = 120.0
 REDISCOVER_AFTER_S = 5.0  # a name asked for and not known is looked for again after this long
 SCAN_COUNT = 1000
+KOMBU_BINDINGS = "_kombu.binding."
 KOMBU_SEP = "\x06\x16"
 KOMBU_PRIORITIES = (3, 6, 9)  # kombu's priority steps beyond 0: each has a list of its own
 KOMBU_UNACKED_LIMIT = 1000  # above this many unacked Celery messages, they are not attributed to queues
@@ -108,7 +109,7 @@ class ForeignQueues:
             bindings: list[str] = []
             streams: list[str] = []
             for master in self._conn.masters():
-                bindings += [text(k) for k in master.scan_iter(match="_kombu.binding.*", count=SCAN_COUNT)]
+                bindings += [text(k) for k in master.scan_iter(match=f"*{KOMBU_BINDINGS}*", count=SCAN_COUNT)]
                 streams += [text(k) for k in master.scan_iter(count=SCAN_COUNT, _type="stream")]
             found += self._celery(bindings)
             found += self._rq()
@@ -122,19 +123,25 @@ class ForeignQueues:
         self._found_at = self._clock()
 
     def _celery(self, binding_keys: Sequence[str]) -> list[Foreign]:
-        queues: set[str] = set()
+        """Queues named in kombu's binding sets; a ``global_keyprefix`` (kombu's transport option) is the
+        text before ``_kombu.binding.``, and is part of every key of that app, and of the name shown."""
+        queues: set[tuple[str, str]] = set()
         for key in binding_keys:
+            prefix = key.partition(KOMBU_BINDINGS)[0]
             for member in self._conn.client.smembers(key):
-                queues.add(text(member).split(KOMBU_SEP)[-1])
+                queues.add((prefix, text(member).split(KOMBU_SEP)[-1]))
         return [
             Foreign(
-                f"celery:{q}",
+                f"celery:{prefix}{q}",
                 CELERY,
-                (q, *(f"{q}{KOMBU_SEP}{p}" for p in KOMBU_PRIORITIES)),
+                tuple(
+                    f"{prefix}{q}{suffix}" for suffix in ("", *(f"{KOMBU_SEP}{p}" for p in KOMBU_PRIORITIES))
+                ),
                 "list",
                 newest_left=True,
+                started=f"{prefix}unacked",
             )
-            for q in sorted(queues)
+            for prefix, q in sorted(queues)
             if q
         ]
 
@@ -198,18 +205,23 @@ class ForeignQueues:
     def _celery_unacked(self, queues: Sequence[Foreign]) -> dict[str, int]:
         """kombu keeps every unacked message of every queue in one hash, ``[payload, exchange, routing
         key]``: counted per queue by routing key when there are few (the usual case: prefetched tasks)."""
-        celery = {f.keys[0]: f.name for f in queues if f.kind == CELERY}
-        if not celery or self._conn.client.hlen("unacked") > KOMBU_UNACKED_LIMIT:
-            return {}
         counted: dict[str, int] = {}
-        for raw in self._conn.client.hvals("unacked"):
-            try:
-                routing_key = json.loads(raw)[2]
-            except (ValueError, IndexError, TypeError):
+        by_hash: dict[str, dict[str, str]] = {}
+        for f in queues:
+            if f.kind == CELERY and f.started:
+                prefix = f.started.removesuffix("unacked")
+                by_hash.setdefault(f.started, {})[f.keys[0].removeprefix(prefix)] = f.name
+        for unacked, names in by_hash.items():
+            if self._conn.client.hlen(unacked) > KOMBU_UNACKED_LIMIT:
                 continue
-            name = celery.get(str(routing_key))
-            if name is not None:
-                counted[name] = counted.get(name, 0) + 1
+            for raw in self._conn.client.hvals(unacked):
+                try:
+                    routing_key = json.loads(raw)[2]
+                except (ValueError, IndexError, TypeError):
+                    continue
+                name = names.get(str(routing_key))
+                if name is not None:
+                    counted[name] = counted.get(name, 0) + 1
         return counted
 
     def _ages(self, queues: Sequence[Foreign], now_s: float) -> dict[str, float]:

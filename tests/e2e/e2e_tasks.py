@@ -12,11 +12,14 @@ import os
 import time
 from typing import Any
 
-import redis
-
 from tqadmin import FatalError, TransientError, task
+from tqadmin.store.keys import job_tag
+from tqadmin.store.redis_client import connect
 
-_redis = redis.Redis.from_url(os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"))
+# a cluster client when E2E_REDIS_URL names a Redis Cluster
+_redis = connect(
+    os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"), 10, "e2e tasks' Redis", "E2E_REDIS_URL"
+)
 
 
 def _ran(ctx: Any, job: dict[str, Any]) -> None:
@@ -34,6 +37,16 @@ def count(ctx: Any, job: dict[str, Any]) -> None:
     if job.get("work_s"):
         time.sleep(job["work_s"])
     _effect(ctx, job)
+
+
+@task("count_tagged")
+def count_tagged(ctx: Any, job: dict[str, Any]) -> None:
+    """``count`` with keys of the job's own hash tag, as a ``ctx.once`` effect must have on Redis Cluster."""
+    tag = job_tag(ctx.job_id)
+    _redis.incr(f"{job['key']}:run:{tag}")
+    if job.get("work_s"):
+        time.sleep(job["work_s"])
+    ctx.once(lambda tx: tx.incr(f"{job['key']}:effect:{tag}"))
 
 
 @task("noop")
