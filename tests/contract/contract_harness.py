@@ -1,33 +1,88 @@
-"""How the contract suite reaches each plugin's real server: one harness per plugin.
+"""How the contract suite reaches each plugin's broker: one harness per plugin.
 
-A harness makes a queue holding given messages and reads its depth with the broker's own client, so the
-contract is checked through the plugin only. A new plugin adds its harness to ``HARNESSES``.
+A harness knows what the suite must not learn from the plugin under test: how to make a uniquely named queue
+and fill it with raw bodies, read its depth and drain it with the broker's own client, what "a consumer dies"
+means on that broker, and how to delete everything a test made. The suite itself talks to the plugin only.
+
+To add a plugin: write a class with the members of :class:`Harness` (derive from :class:`PluginFaces` to get
+``plugin``, ``admin`` and ``transport`` from its URL), and add it to ``HARNESSES``. Every test in
+``tests/contract`` then runs over it; ``marks`` names the server it needs (``pytest.mark.redis``...).
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
-from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
+import pytest
+from amqp_proxy import AmqpProxy
+from rabbit_queues import queues_named
+from tqadmin_memory.broker import MemoryBroker, shared
+from tqadmin_memory.capabilities import CAPABILITIES as MEMORY_CAPABILITIES
+from tqadmin_memory.consuming import MemoryConsumer
+
+from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
+from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.models import Message
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.plugin.transport import BrokerTransport, Consumer
+
+Raw = tuple[bytes, Mapping[str, Any]]  # a body and its headers, as the broker's own client reads them
 
 
 class Harness(Protocol):
-    name: str
+    url: str
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]]
+
+    def plugin(self) -> BrokerPlugin: ...
 
     def admin(self) -> BrokerAdmin: ...
 
-    def make_queue(self, bodies: list[bytes]) -> str: ...
+    def transport(self) -> BrokerTransport: ...
 
-    def depth(self, queue: str) -> int: ...
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        """A new, uniquely named queue holding ``bodies`` (each with ``headers``), published with the
+        broker's own client; deleted by :meth:`close`, with whatever the plugin made for it."""
+
+    def depth(self, queue: str) -> int:
+        """Messages ready in ``queue``: neither delayed nor held by a consumer."""
+
+    def drain(self, queue: str) -> list[Raw]:
+        """Take every ready message of ``queue`` for good, oldest first."""
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        """A consumer of ``queue`` through the plugin, which :meth:`kill` can kill."""
+
+    def kill(self, consumer: Consumer) -> None:
+        """Act out the death of that consumer's process mid-job: nothing settled, nothing said; its
+        ``run`` returns soon after."""
 
     def close(self) -> None: ...
 
 
-class RabbitMQHarness:
-    name = "rabbitmq"
+class PluginFaces:
+    """``plugin``, ``admin`` and ``transport`` of the plugin that serves ``url``, as a user opens them."""
+
+    url: str
+
+    def plugin(self) -> BrokerPlugin:
+        return plugin_for_url(self.url)
+
+    def admin(self) -> BrokerAdmin:
+        return self.plugin().admin(BrokerConfig(url=self.url))
+
+    def transport(self) -> BrokerTransport:
+        return self.plugin().transport(BrokerConfig(url=self.url))
+
+
+class RabbitMQHarness(PluginFaces):
+    """The local RabbitMQ. A consumer connects through a proxy of its own, so that killing it is cutting its
+    connection for good (the broker then requeues what it held) without a graceful cancel."""
+
     url = "amqp://guest:guest@127.0.0.1:5672/%2F"
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = (pytest.mark.rabbitmq,)
 
     def __init__(self) -> None:
         import pika
@@ -37,25 +92,106 @@ class RabbitMQHarness:
         self._channel = self._connection.channel()
         self._channel.confirm_delivery()
         self._queues: list[str] = []
+        self._proxies: dict[int, AmqpProxy] = {}
 
-    def admin(self) -> BrokerAdmin:
-        return plugin_for_url(self.url).admin(BrokerConfig(url=self.url))
-
-    def make_queue(self, bodies: list[bytes]) -> str:
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
         name = f"contract-{uuid.uuid4().hex[:10]}"
         self._channel.queue_declare(name, durable=True)
         self._queues.append(name)
+        properties = self._pika.BasicProperties(delivery_mode=2, headers=dict(headers or {}))
         for body in bodies:
-            self._channel.basic_publish("", name, body, self._pika.BasicProperties(delivery_mode=2))
+            self._channel.basic_publish("", name, body, properties)
         return name
 
     def depth(self, queue: str) -> int:
         return int(self._channel.queue_declare(queue, passive=True).method.message_count)
 
+    def drain(self, queue: str) -> list[Raw]:
+        taken: list[Raw] = []
+        while True:
+            method, properties, body = self._channel.basic_get(queue, auto_ack=True)
+            if method is None:
+                return taken
+            taken.append((body, properties.headers or {}))
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        proxy = AmqpProxy()
+        transport = self.plugin().transport(BrokerConfig(url=proxy.url(), timeout_s=5))
+        consumer = transport.consumer(queue, prefetch=prefetch, lease_s=lease_s)
+        self._proxies[id(consumer)] = proxy
+        return consumer
+
+    def kill(self, consumer: Consumer) -> None:
+        self._proxies.pop(id(consumer)).close()  # the connection is cut and cannot come back
+        consumer.stop()  # so that its run loop stops trying to reconnect
+
     def close(self) -> None:
-        for name in self._queues:
+        for proxy in self._proxies.values():
+            proxy.close()
+        made = {*self._queues, *(f"{q}.dlq" for q in self._queues)}
+        made.update(name for q in self._queues for name in queues_named(f"{q}."))  # delay tiers
+        for name in sorted(made):
             self._channel.queue_delete(name)
         self._connection.close()
 
 
-HARNESSES: dict[str, type[Harness]] = {"rabbitmq": RabbitMQHarness}
+class MemoryHarness(PluginFaces):
+    """An in-process memory broker of the test's own; a consumer dies by :meth:`MemoryConsumer.crash`, and
+    its leases run out."""
+
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = ()
+    capabilities: ClassVar[Capabilities] = MEMORY_CAPABILITIES
+
+    def __init__(self) -> None:
+        self.url = f"memory://contract-{uuid.uuid4().hex[:10]}"
+        self._sharing = contextlib.ExitStack()
+        self.broker = self._sharing.enter_context(
+            shared(self.url, MemoryBroker(capabilities=self.capabilities))
+        )
+
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        name = f"contract-{uuid.uuid4().hex[:10]}"
+        self.broker.declare(name)
+        self.broker.publish([(name, Message(body, dict(headers or {}))) for body in bodies])
+        return name
+
+    def depth(self, queue: str) -> int:
+        return self.broker.figures(queue).ready
+
+    def drain(self, queue: str) -> list[Raw]:
+        taken = self.broker.take(queue, self.broker.figures(queue).ready, lease_s=60)
+        self.broker.ack(taken)
+        return [(d.message.body, d.message.headers) for d in taken]
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        return self.transport().consumer(queue, prefetch=prefetch, lease_s=lease_s)
+
+    def kill(self, consumer: Consumer) -> None:
+        assert isinstance(consumer, MemoryConsumer)
+        consumer.crash()
+
+    def close(self) -> None:
+        self._sharing.close()  # the broker is forgotten, queues and all
+
+
+class ListOnlyMemoryHarness(MemoryHarness):
+    """A memory broker that withholds every optional operation, so that the refusals really run."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        supported=frozenset(),
+        reasons=tuple(
+            (op, f"this memory broker withholds {op.value}, for the contract suite") for op in Operation
+        ),
+    )
+
+
+HARNESSES: dict[str, type[Harness]] = {"rabbitmq": RabbitMQHarness, "memory": MemoryHarness}
+"""Every plugin, both faces: each test of the suite runs over each of these."""
+
+VARIANTS: dict[str, type[Harness]] = {"memory-list-only": ListOnlyMemoryHarness}
+"""Plugins configured to declare otherwise: only the capability checks run over these."""
+
+
+def params(harnesses: Mapping[str, type[Harness]]) -> list[Any]:
+    """Fixture parameters, each marked with the server its harness needs."""
+    return [pytest.param(name, marks=harnesses[name].marks, id=name) for name in sorted(harnesses)]

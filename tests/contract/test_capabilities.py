@@ -1,16 +1,19 @@
-"""Every plugin honours what it declares: a declared operation works, an undeclared one raises NotSupported.
+"""Every plugin honours what it declares: a declared operation works, an undeclared one is refused with its
+declared reason.
 
-Run against each plugin's real server through the harnesses in ``contract_harness.py``; the second half
-checks the contract's defaults with a plugin that declares nothing.
+Run against each plugin's broker through the harnesses in ``contract_harness.py`` (and a memory broker that
+withholds every operation, so the refusals run too); the last test checks the contract's defaults with a
+plugin that declares nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
-from contract_harness import HARNESSES, Harness  # the harnesses sit beside this file
+from contract_harness import Harness  # the harnesses sit beside this file
 
 from tqadmin.errors import NotSupported
 from tqadmin.plugin.base import BrokerAdmin
@@ -18,13 +21,6 @@ from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Message, QueueListing
 
 BODIES = [b'{"task_type": "t", "id": "a"}', b'{"task_type": "t", "id": "b"}', b"\x00\xff"]
-
-
-@pytest.fixture(params=sorted(HARNESSES))
-def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    h = HARNESSES[request.param]()
-    yield h
-    h.close()
 
 
 def check_peek(h: Harness, admin: BrokerAdmin) -> None:
@@ -81,17 +77,38 @@ CHECKS: dict[Operation, Callable[[Harness, BrokerAdmin], None]] = {
 }
 
 
-@pytest.mark.rabbitmq
+# The admin method an operation stands on, where it has one of its own; the others (replay, export, import,
+# delete, publish) are built by tqadmin.admin on a transfer session, and their commands ask
+# ``capabilities.require`` before they open one.
+OWN_METHODS: dict[Operation, Callable[[Harness, BrokerAdmin], object]] = {
+    Operation.PEEK: lambda h, admin: admin.peek(h.make_queue(BODIES), 1),
+    Operation.MOVE: lambda h, admin: admin.open_transfer(h.make_queue(BODIES)),
+    Operation.PURGE: lambda h, admin: admin.purge(h.make_queue(BODIES)),
+}
+
+
+def check_refused(h: Harness, admin: BrokerAdmin, operation: Operation) -> None:
+    reason = re.escape(admin.capabilities.why_not(operation))
+    with pytest.raises(NotSupported, match=reason):
+        admin.capabilities.require(operation)
+    if operation in OWN_METHODS:
+        with pytest.raises(NotSupported, match=reason):
+            OWN_METHODS[operation](h, admin)
+    if operation is Operation.SERVER_SIDE_MOVE:  # not available: the command moves through the client
+        src, dst = h.make_queue(BODIES), h.make_queue([])
+        assert admin.server_side_move(src, dst, None) is None
+        assert (h.depth(src), h.depth(dst)) == (3, 0)
+
+
 @pytest.mark.parametrize("operation", list(Operation))
-def test_every_declared_operation_works_and_every_other_raises_not_supported(
-    harness: Harness, operation: Operation
+def test_every_declared_operation_works_and_every_other_is_refused_with_its_reason(
+    declaring_harness: Harness, operation: Operation
 ) -> None:
-    with harness.admin() as admin:
+    with declaring_harness.admin() as admin:
         if admin.capabilities.supports(operation):
-            CHECKS[operation](harness, admin)
+            CHECKS[operation](declaring_harness, admin)
         else:
-            with pytest.raises(NotSupported):
-                CHECKS[operation](harness, admin)
+            check_refused(declaring_harness, admin, operation)
 
 
 class ListOnly(BrokerAdmin):

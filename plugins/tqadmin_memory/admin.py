@@ -1,0 +1,124 @@
+"""The admin face of the memory broker: figures counted in place, a free peek, one-step transfers."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import ClassVar
+
+from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
+from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.models import ActionReport, Message, PeekResult, QueueListing, QueueStats
+from tqadmin_memory import MemoryPlugin
+from tqadmin_memory.broker import HELD_BY_SESSION, MemoryBroker, Token, broker_for, token_of
+from tqadmin_memory.capabilities import CAPABILITIES
+
+
+def admin_for(url: str) -> MemoryAdmin:
+    """The admin face of ``memory://NAME``, declaring what that broker's capabilities say."""
+    broker = broker_for(url)
+    return _admin_class(broker.capabilities)(broker, url)
+
+
+class MemoryAdmin(BrokerAdmin):
+    capabilities: ClassVar[Capabilities] = CAPABILITIES
+
+    def __init__(self, broker: MemoryBroker, url: str) -> None:
+        self.broker = broker
+        self.url = url
+
+    def list_queues(self) -> QueueListing:
+        names = self.broker.queue_names()
+        return QueueListing(tuple(self._stats(name, set(names)) for name in names), broker=self.url)
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        self.capabilities.require(Operation.PEEK)
+        return PeekResult(queue, tuple(self.broker.peek(queue, count)), self.capabilities.peek_cost)
+
+    def open_transfer(self, queue: str) -> TransferSession:
+        self.capabilities.require(Operation.MOVE)
+        return MemoryTransfer(self.broker, queue)
+
+    def purge(self, queue: str) -> int:
+        self.capabilities.require(Operation.PURGE)
+        return self.broker.purge(queue)
+
+    def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
+        if not self.capabilities.supports(Operation.SERVER_SIDE_MOVE):
+            return None
+        moved = self.broker.move(source, target, limit)
+        return ActionReport(
+            action="move",
+            source=source,
+            target=target,
+            matched=moved,
+            moved=moved,
+            detail="server-side: one step inside the memory broker",
+        )
+
+    def queue_exists(self, queue: str) -> bool:
+        return self.broker.exists(queue)
+
+    def _stats(self, name: str, names: set[str]) -> QueueStats:
+        figures = self.broker.figures(name)
+        dlq = MemoryPlugin().dlq_name(name)
+        now = self.broker.clock()
+        return QueueStats(
+            name=name,
+            messages=figures.messages,
+            ready=figures.ready,
+            unacked=figures.unacked,
+            consumers=figures.consumers,
+            oldest_age_s=None if figures.oldest_due_at is None else max(0.0, now - figures.oldest_due_at),
+            dlq=dlq if dlq in names else None,
+            dlq_messages=self.broker.figures(dlq).messages if dlq in names else None,
+            kind="memory",
+            delayed=figures.delayed,
+        )
+
+
+@functools.cache
+def _admin_class(capabilities: Capabilities) -> type[MemoryAdmin]:
+    """``capabilities`` is a class attribute (the TUI reads it from the class): a broker that withholds
+    operations gets an admin class of its own."""
+    if capabilities == CAPABILITIES:
+        return MemoryAdmin
+    return type("MemoryAdmin", (MemoryAdmin,), {"capabilities": capabilities})
+
+
+class MemoryTransfer(TransferSession):
+    """Deliveries held by the session until it acks, releases or closes (a lease that does not run out)."""
+
+    def __init__(self, broker: MemoryBroker, queue: str) -> None:
+        self._broker = broker
+        self._queue = queue
+        self._count = broker.figures(queue).ready
+        self._handed_out = 0
+        self._unsettled: dict[Token, Delivery] = {}
+
+    def count_at_start(self) -> int:
+        return self._count
+
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        want = min(limit, self._count - self._handed_out)
+        if want <= 0:
+            return []
+        taken = self._broker.take(self._queue, want, HELD_BY_SESSION)
+        self._handed_out += len(taken)
+        self._unsettled.update((token_of(d), d) for d in taken)
+        return taken
+
+    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+        self._broker.publish(items)
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        self._broker.ack(self._settle(deliveries))
+
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        self._broker.release(self._settle(deliveries))
+
+    def close(self) -> None:
+        self.release(list(self._unsettled.values()))
+
+    def _settle(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
+        return [d for d in deliveries if self._unsettled.pop(token_of(d), None) is not None]
