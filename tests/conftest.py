@@ -118,8 +118,6 @@ def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any,
 def redis_cluster_url() -> Iterator[str]:
     """A three-master Redis Cluster of this test process's own, on free loopback ports
     (tests/redis_servers.py)."""
-    from redis_servers import RedisCluster
+    from redis_servers import shared_cluster
 
-    cluster = RedisCluster()
-    yield cluster.url
-    cluster.close()
+    yield shared_cluster().url

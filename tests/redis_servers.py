@@ -112,6 +112,19 @@ class PersistentRedis:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+_shared: list[RedisCluster] = []
+
+
+def shared_cluster() -> RedisCluster:
+    """One cluster for this test process, started on first use and stopped when the process exits."""
+    if not _shared:
+        import atexit
+
+        _shared.append(RedisCluster())
+        atexit.register(_shared[0].close)
+    return _shared[0]
+
+
 class RedisCluster:
     """Three masters, no replicas, every slot assigned; ``url`` names one of them (a client finds the
     others)."""

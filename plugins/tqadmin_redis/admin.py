@@ -172,11 +172,12 @@ class RedisAdmin(BrokerAdmin):
         return purged
 
     def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
-        """One script per chunk when ``source`` and ``target`` share a hash tag (a queue and its DLQ); on
-        other pairs the client path moves them (copy confirmed, then ack)."""
+        """One script per chunk of entries: on one Redis between any two queues, on a cluster between two
+        queues of one hash tag (a queue and its DLQ); other pairs on a cluster take the client path (copy
+        confirmed, then ack)."""
         src = self._own(source)
         self._refuse_foreign(target)
-        if not same_slot(source, target):
+        if self.conn.cluster and not same_slot(source, target):
             return None
         dst = self.conn.layout.queue(target)
         conn = self.conn
@@ -214,7 +215,7 @@ class RedisAdmin(BrokerAdmin):
             matched=count,
             moved=moved,
             not_done=not_done,
-            detail=f"server-side: a Lua script per {MOVE_CHUNK} entries (one hash tag)",
+            detail=f"server-side: a Lua script per {MOVE_CHUNK} entries",
         )
 
     def _own(self, queue: str) -> QueueKeys:

@@ -12,7 +12,7 @@ PEEK_COST = (
 CAPABILITIES = Capabilities(
     supported=frozenset(Operation),
     peek_cost=PEEK_COST,
-    server_side_needs="source and target of one hash tag (a queue and its Q.dlq): one script moves them",
+    server_side_needs="on Redis Cluster, a source and target of one hash tag (a queue and its Q.dlq)",
 )
 
 # A retry waits in the delay set until a consumer's next take promotes it: consumers block no longer than

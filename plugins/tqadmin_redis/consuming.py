@@ -67,7 +67,9 @@ class RedisConsumer(Consumer):
         self.name = consumer_name()
         self._recover_every_s = min(max(lease_s / 4, 0.25), 5.0)
         self._lock = threading.Condition()
-        self._held: set[str] = set()  # entry ids delivered to the worker and not settled or lost
+        # entry ids delivered to the worker and not settled or lost -> when their lease last started
+        # (time.monotonic()): past the lease, another consumer may have claimed them
+        self._held: dict[str, float] = {}
         self._acks: list[str] = []
         self._stop = threading.Event()
         self._drained = threading.Event()
@@ -171,7 +173,8 @@ class RedisConsumer(Consumer):
             ident = text(entry_id)
             deliveries.append(Delivery(to_message(ident, fields, count), ident))
         with self._lock:
-            self._held.update(d.token for d in deliveries if isinstance(d.token, str))
+            now = time.monotonic()
+            self._held.update((d.token, now) for d in deliveries if isinstance(d.token, str))
         for delivery in deliveries:
             on_message(delivery)
 
@@ -245,13 +248,15 @@ class RedisConsumer(Consumer):
 
     def alive(self, delivery: Delivery) -> bool:
         with self._lock:
-            return delivery.token in self._held
+            renewed = self._held.get(delivery.token) if isinstance(delivery.token, str) else None
+        return renewed is not None and time.monotonic() - renewed < self.lease_ms / 1000
 
     def _take_back(self, deliveries: Sequence[Delivery]) -> list[str]:
         """The ids of ``deliveries`` still held, no longer counted as held (their settlement follows)."""
         with self._lock:
             ids = [d.token for d in deliveries if isinstance(d.token, str) and d.token in self._held]
-            self._held.difference_update(ids)
+            for entry_id in ids:
+                del self._held[entry_id]
             self._lock.notify_all()
         return ids
 
@@ -274,6 +279,7 @@ class RedisConsumer(Consumer):
             log.warning("could not give back %d entries now (%s); they return after the lease", len(ids), exc)
 
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
+        started = time.monotonic()
         with self._lock:
             mine = [d for d in deliveries if d.token in self._held]
         if not mine:
@@ -287,8 +293,15 @@ class RedisConsumer(Consumer):
             return []
         # an entry settled while the script ran is no longer ours either, but it was not lost
         with self._lock:
-            lost = [d for d, ok in zip(mine, renewed, strict=True) if not ok and d.token in self._held]
-            self._held.difference_update(d.token for d in lost)
+            lost = []
+            for delivery, ok in zip(mine, renewed, strict=True):
+                if delivery.token not in self._held:
+                    continue
+                if ok:
+                    self._held[delivery.token] = started
+                else:
+                    lost.append(delivery)
+                    del self._held[delivery.token]
         return lost
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
@@ -314,7 +327,7 @@ class RedisConsumer(Consumer):
         except BaseException:
             with self._lock:  # not settled: still ours, so the worker may give it back
                 if isinstance(delivery.token, str):
-                    self._held.add(delivery.token)
+                    self._held[delivery.token] = time.monotonic()
             raise
         if not done:
             log.warning("entry %s had passed to another consumer: not settled here", delivery.token)
