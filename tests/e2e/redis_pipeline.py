@@ -23,6 +23,7 @@ from tqadmin_redis.naming import Layout
 from worker_harness import REDIS_URL, Pipeline
 
 from tqadmin.cli import main
+from tqadmin.store.redis_client import connect
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,11 @@ class RedisPipeline(Pipeline):
     def __init__(self, queue: str, logs: Path, redis_url: str = REDIS_URL) -> None:
         super().__init__(queue, logs)
         self.redis_url = redis_url
-        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
-        self.raw = redis.Redis.from_url(redis_url)
+        self.raw: Any = connect(
+            redis_url, 10, "the test's Redis", "--broker"
+        )  # a cluster client on a cluster
+        if not isinstance(self.raw, redis.RedisCluster):
+            self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self.prefix = f"tqb-{queue}"
         self.broker = f"{redis_url}?prefix={self.prefix}"
         self.store_url = f"{redis_url}?prefix={self.store_prefix}"
@@ -99,6 +103,25 @@ class RedisPipeline(Pipeline):
         keys = [key for pattern in patterns for key in self.raw.scan_iter(pattern, count=1000)]
         for start in range(0, len(keys), 1000):
             self.raw.delete(*keys[start : start + 1000])
+
+
+class ClusterPipeline(RedisPipeline):
+    """On a Redis Cluster, where a ``ctx.once`` effect writes keys of the job's own tag: jobs run the
+    ``count_tagged`` task, whose run and effect counters are one key per job."""
+
+    def _counters(self, kind: str) -> dict[str, int]:
+        keys = list(self.raw.scan_iter(f"{self.key}:{kind}:*", count=1000))
+        values = self.raw.mget_nonatomic(keys) if keys else []
+        return {
+            self.short(key.decode().partition("{")[2].rstrip("}")): int(value)
+            for key, value in zip(keys, values, strict=True)
+        }
+
+    def effects(self) -> dict[str, int]:
+        return self._counters("effect")
+
+    def runs(self) -> dict[str, int]:
+        return self._counters("run")
 
 
 @pytest.fixture(name="redis_pipeline")
