@@ -20,7 +20,7 @@ from tqadmin_redis.alarms import alarms_of
 from tqadmin_redis.capabilities import CAPABILITIES, PEEK_COST
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import to_message
-from tqadmin_redis.foreign import ForeignQueues
+from tqadmin_redis.foreign import ForeignQueues, ForeignSession
 from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
 from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, dlq_name, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
@@ -154,6 +154,11 @@ class RedisAdmin(BrokerAdmin):
         return {text(p["message_id"]): int(p["times_delivered"]) for p in pending}
 
     def open_transfer(self, queue: str) -> TransferSession:
+        """A session on one of tqadmin's queues; on another framework's, one that only reads (export,
+        dead-letter groups) and refuses every write with the reason."""
+        foreign = self.foreign.find(queue)
+        if foreign is not None:
+            return ForeignSession(self.foreign, foreign)
         return RedisTransferSession(self.conn, self._own(queue), self._refuse_foreign)
 
     def purge(self, queue: str) -> int:

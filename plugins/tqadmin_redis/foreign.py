@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tqadmin.errors import NotSupported
+from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message, QueueStats
 from tqadmin.store.redis_client import text
 from tqadmin_redis.connection import Connection
@@ -70,6 +72,40 @@ class Foreign:
     @property
     def read_only(self) -> str:
         return READ_ONLY[self.kind]
+
+
+class ForeignSession(TransferSession):
+    """A transfer session that only reads: export and dead-letter groups work on another framework's
+    queue; a copy to it, an ack or a delete is refused with the queue's reason, before anything changed."""
+
+    def __init__(self, queues: ForeignQueues, foreign: Foreign) -> None:
+        self._queues = queues
+        self._foreign = foreign
+        self._count = queues.depth(foreign)
+        self._read = 0
+
+    def count_at_start(self) -> int:
+        return self._count
+
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        want = min(limit, self._count - self._read)
+        if want <= 0:
+            return []
+        messages = self._queues.read(self._foreign, self._read, want)
+        self._read += len(messages) or want  # a queue that shrank meanwhile ends the read
+        return [Delivery(m, None) for m in messages]
+
+    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+        raise NotSupported(f"{self._foreign.name} is {self._foreign.read_only}")
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        raise NotSupported(f"{self._foreign.name} is {self._foreign.read_only}")
+
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        """Nothing was taken: nothing to give back."""
+
+    def close(self) -> None:
+        """Nothing is held."""
 
 
 class ForeignQueues:
@@ -250,26 +286,43 @@ class ForeignQueues:
                     ages[f.name] = max(0.0, round(now_s - at, 3))
         return ages
 
-    # -- peek --------------------------------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------------------------
 
     def peek(self, f: Foreign, count: int) -> tuple[Message, ...]:
+        return self.read(f, 0, count)
+
+    def depth(self, f: Foreign) -> int:
         with self._conn.translated():
             if f.key_type == "stream":
-                return tuple(
-                    _stream_message(i, fields)
-                    for i, fields in self._conn.client.xrange(f.keys[0], count=count)
-                )
+                return int(self._conn.client.xlen(f.keys[0]))
+            count = self._conn.client.zcard if f.key_type == "zset" else self._conn.client.llen
+            return sum(int(count(key)) for key in f.keys)
+
+    def read(self, f: Foreign, offset: int, count: int) -> tuple[Message, ...]:
+        """Up to ``count`` jobs from the ``offset``-th oldest on, nothing taken (the framework's own
+        consumers may move the others meanwhile: a read, not a snapshot)."""
+        with self._conn.translated():
+            if f.key_type == "stream":
+                entries = self._conn.client.xrange(f.keys[0], count=offset + count)[offset:]
+                return tuple(_stream_message(i, fields) for i, fields in entries)
             raw: list[bytes] = []
             for key in f.keys:
+                size = int(
+                    self._conn.client.zcard(key) if f.key_type == "zset" else self._conn.client.llen(key)
+                )
+                if offset >= size:
+                    offset -= size
+                    continue
+                end = min(size, offset + count - len(raw)) - 1
+                if f.key_type == "zset":
+                    raw += self._conn.client.zrange(key, offset, end)
+                elif f.newest_left:
+                    raw += list(reversed(self._conn.client.lrange(key, -1 - end, -1 - offset)))
+                else:
+                    raw += self._conn.client.lrange(key, offset, end)
+                offset = 0
                 if len(raw) >= count:
                     break
-                left = count - len(raw)
-                if f.key_type == "zset":
-                    raw += self._conn.client.zrange(key, 0, left - 1)
-                elif f.newest_left:
-                    raw += list(reversed(self._conn.client.lrange(key, -left, -1)))
-                else:
-                    raw += self._conn.client.lrange(key, 0, left - 1)
             if f.kind == RQ:
                 return self._rq_jobs([text(r) for r in raw])
         return tuple(Message(body=bytes(r)) for r in raw)

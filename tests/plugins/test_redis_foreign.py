@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -43,14 +44,25 @@ def row(admin: BrokerAdmin, name: str) -> QueueStats:
 
 
 def assert_every_write_refused(admin: BrokerAdmin, name: str, reason: str) -> None:
+    def move_one() -> None:
+        with admin.open_transfer(name) as session:
+            session.publish_confirmed([("elsewhere", d.message) for d in session.fetch(1)])
+
+    def delete_one() -> None:
+        with admin.open_transfer(name) as session:
+            session.ack(session.fetch(1))
+
     writes: list[Callable[[], object]] = [
         lambda: admin.purge(name),
-        lambda: admin.open_transfer(name),
+        move_one,
+        delete_one,
         lambda: admin.server_side_move(name, "anything", None),
     ]
+    before = [m.body for m in admin.peek(name, 100).messages]
     for write in writes:
         with pytest.raises(NotSupported, match=reason):
             write()
+    assert [m.body for m in admin.peek(name, 100).messages] == before
 
 
 def delete_matching(client: redis.Redis[bytes], *patterns: str) -> None:
@@ -235,3 +247,27 @@ def test_a_message_never_reaches_a_foreign_queue_through_a_move(admin: BrokerAdm
         session.publish_confirmed([("sidekiq:dead", Message(b"x"))])
     client = redis.Redis.from_url(REDIS)
     delete_matching(client, f"tqf{unique}:*")
+
+
+def test_a_foreign_queue_can_be_exported_and_stays_as_it_was(
+    tq_json: Callable[..., tuple[int, object, str]],
+    client: redis.Redis[bytes],
+    unique: str,
+    isolated_env: Path,
+) -> None:
+    name = f"tqsk{unique}"
+    jobs = [sidekiq_job(name, f"{i:024d}", time.time()) for i in range(3)]
+    try:
+        client.sadd("queues", name)
+        client.lpush(f"queue:{name}", *jobs)
+        path = isolated_env / "sidekiq.jsonl"
+        code, _, err = tq_json(
+            "--broker", f"{REDIS}?prefix=tqf{unique}", "export", f"sidekiq:{name}", str(path)
+        )
+        assert code == 0, err
+        exported = [json.loads(line)["body"].encode() for line in path.read_text().splitlines()]
+        assert exported == jobs  # oldest first: Sidekiq fetches from the right
+        assert client.lrange(f"queue:{name}", 0, -1) == list(reversed(jobs))
+    finally:
+        client.srem("queues", name)
+        client.delete(f"queue:{name}")
