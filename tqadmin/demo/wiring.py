@@ -128,7 +128,8 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
 
     The broker counts the work and dead-letter queues itself (the management API's figures lag by a few
     seconds); the retry queues, named by the worker's delay tiers, are found in the listing and only those
-    it does not report empty are counted again.
+    it does not report empty are counted again. A broker that keeps retries beside the queue itself (a
+    Redis delay set) reports them as the queue's ``delayed``: those are left too.
     """
     counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
     note = ""
@@ -140,9 +141,10 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
     for queue in listed:
         if layout.owns(queue.name) and queue.name not in counts and queue.messages:
             counts[queue.name] = _exact_count(admin, queue.name)
+    delayed = sum(q.delayed or 0 for q in listed if q.name in layout.queues)
     dead_letters = {name: counts[name] for name in layout.dead_letter_queues}
     return BrokerView(
-        left_in_queues=sum(n for name, n in counts.items() if name not in dead_letters),
+        left_in_queues=delayed + sum(n for name, n in counts.items() if name not in dead_letters),
         dead_letters=dead_letters,
         reasons=None if baseline is None else _reasons(admin, dead_letters, baseline.dead_letters),
         note=note,
