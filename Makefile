@@ -29,3 +29,4 @@ bench: setup services
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
+	$(BIN)/python bench/worker_redis.py
