@@ -74,6 +74,19 @@ def test_a_job_that_kills_its_worker_is_quarantined_as_crash_loop(redis_pipeline
     assert json.loads(body)["id"].endswith("-p")
 
 
+def test_without_the_store_the_delivery_count_quarantines_a_job_that_kills_its_worker(
+    redis_pipeline: RedisPipeline,
+) -> None:
+    redis_pipeline.publish([{"task_type": "poison", "id": "p"}])
+    redis_pipeline.start("--no-dedup", "--concurrency", "1", "--lease", "1", "--crash-limit", "2")
+    redis_pipeline.wait_for(
+        lambda: redis_pipeline.depth(f"{redis_pipeline.queue}.dlq") == 1, 60, "the quarantine"
+    )
+    ((letter, _),) = redis_pipeline.dead_letters()
+    assert letter.headers["x-tq-reason"] == "crash_loop"
+    assert redis_pipeline.runs() == {"p": 2}
+
+
 def test_a_stopped_worker_loses_its_entries_to_a_live_one_and_cannot_settle_them(
     redis_pipeline: RedisPipeline,
 ) -> None:
