@@ -133,13 +133,18 @@ def publish_confirm_each(queue: str, total: int) -> float:
     return total / elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options every worker benchmark takes (bench/worker_redis.py too)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=8, help="tqadmin worker job threads, dedup off")
     parser.add_argument("--dedup-concurrency", type=int, default=32, help="job threads, dedup on")
     parser.add_argument("--prefetch", type=int, default=256, help="prefetch of every consumer")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0]).parse_args()
     n, prefetch = args.jobs, str(args.prefetch)
     tag = uuid.uuid4().hex[:8]
     broker = Broker()

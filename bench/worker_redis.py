@@ -18,7 +18,6 @@ for a report that gathers every broker.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import uuid
@@ -33,7 +32,7 @@ APPS = HERE / "worker_apps"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(APPS))
 
-from worker import drain_rate, spawn  # noqa: E402 - bench/ is not a package
+from worker import arguments, drain_rate, spawn  # noqa: E402 - bench/ is not a package
 
 from tqadmin.pipeline.job import new_job  # noqa: E402
 from tqadmin.pipeline.publisher import publish_jobs  # noqa: E402
@@ -188,12 +187,7 @@ def ratios(rows: list[Row]) -> list[tuple[str, float, float | None]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=8, help="tqadmin worker job threads, dedup off")
-    parser.add_argument("--dedup-concurrency", type=int, default=32, help="job threads, dedup on")
-    parser.add_argument("--prefetch", type=int, default=256, help="prefetch of every consumer")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0]).parse_args()
     rows = run(args.jobs, args.concurrency, args.dedup_concurrency, args.prefetch)
     rq_jobs = min(args.jobs, RQ_JOBS_MAX)
     print(f"\n{args.jobs} no-op jobs (RQ: {rq_jobs}), Redis on 127.0.0.1, one run on a shared machine\n")

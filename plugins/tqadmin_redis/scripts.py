@@ -24,6 +24,20 @@ local function owned(id)
 end
 """
 
+# each_owned(action): ``action(id)`` for every id from ARGV[3] on that the caller holds -> {1 | 0 not ours...}
+_EACH_OWNED = (
+    _OWNED
+    + """
+local function each_owned(action)
+  local out = {}
+  for i = 3, #ARGV do
+    if owned(ARGV[i]) then action(ARGV[i]); out[#out + 1] = 1 else out[#out + 1] = 0 end
+  end
+  return out
+end
+"""
+)
+
 # with_headers(fields, json): the entry's field list with its ``headers`` field set to ``json``.
 _WITH_HEADERS = """
 local function with_headers(fields, json)
@@ -127,37 +141,21 @@ return {claimed, '(' .. pending[#pending][1]}
 
 # KEYS stream ; ARGV group, consumer, id... -> {1 acked | 0 not ours, ...}
 ACK = Script(
-    _OWNED
+    _EACH_OWNED
     + """
-local out = {}
-for i = 3, #ARGV do
-  if owned(ARGV[i]) then
-    redis.call('XACK', KEYS[1], ARGV[1], ARGV[i])
-    redis.call('XDEL', KEYS[1], ARGV[i])
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-return out
+return each_owned(function(id)
+  redis.call('XACK', KEYS[1], ARGV[1], id)
+  redis.call('XDEL', KEYS[1], id)
+end)
 """
 )
 
 # KEYS stream ; ARGV group, consumer, id... -> {1 renewed | 0 not ours, ...}
 # XCLAIM by the holder itself resets the idle time; JUSTID leaves the delivery count alone.
 EXTEND = Script(
-    _OWNED
+    _EACH_OWNED
     + """
-local out = {}
-for i = 3, #ARGV do
-  if owned(ARGV[i]) then
-    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-return out
+return each_owned(function(id) redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'JUSTID') end)
 """
 )
 
