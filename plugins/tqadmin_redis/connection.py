@@ -17,7 +17,7 @@ from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.store.factory import split_prefix
 from tqadmin.store.redis_client import ScriptCall, connect, is_cluster, run_scripts, translated
-from tqadmin_redis.naming import DEFAULT_PREFIX, Layout
+from tqadmin_redis.naming import DEFAULT_PREFIX, GROUP, Layout
 
 FLAG = "--broker"
 
@@ -55,6 +55,17 @@ class Connection:
 
     def run_one(self, call: ScriptCall) -> Any:
         return self.run([call])[0]
+
+    def ensure_group(self, stream: str, *, create_stream: bool = True) -> None:
+        """The group ``tq`` on ``stream``, reading from its start; one that exists is left as it is."""
+        import redis
+
+        with self.translated():
+            try:
+                self.client.xgroup_create(stream, GROUP, id="0", mkstream=create_stream)
+            except redis.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
 
     def masters(self) -> list[Any]:
         """A client per master: SCAN and INFO are per server, and a cluster has several."""

@@ -102,6 +102,7 @@ class RedisConsumer(Consumer):
                 raise
             except (ConnectError, TqadminError) as exc:
                 attempt += 1
+                registered = False  # a Redis that lost its data (no persistence) lost the group too
                 delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
                 log.warning("Redis: %s; trying again in %.1f s", exc, delay)
                 self._stop.wait(delay)
@@ -115,6 +116,8 @@ class RedisConsumer(Consumer):
         self._forget_self()
 
     def _register(self) -> None:
+        """Join the group (made again if Redis lost it) and say this consumer's lease."""
+        self.conn.ensure_group(self.keys.stream)
         with self.conn.translated():
             pipe = self.conn.client.pipeline(transaction=False)
             pipe.hset(self.keys.consumers, self.name, self.lease_ms)

@@ -52,16 +52,11 @@ class RedisTransferSession(TransferSession):
         self._count = len(self._stale) + int(takeable)
 
     def _open(self) -> None:
-        import redis
-
         with self._conn.translated():
             if not self._conn.client.exists(self._keys.stream):
                 raise QueueNotFound(f"{self._conn.where} has no queue {self._keys.name!r}")
-            try:
-                self._conn.client.xgroup_create(self._keys.stream, GROUP, id="0")
-            except redis.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+        self._conn.ensure_group(self._keys.stream, create_stream=False)
+        with self._conn.translated():
             pipe = self._conn.client.pipeline(transaction=False)
             pipe.hset(self._keys.consumers, self._name, int(ADMIN_LEASE_S * 1000))
             pipe.xgroup_createconsumer(self._keys.stream, GROUP, self._name)

@@ -21,7 +21,7 @@ from tqadmin.store.redis_client import detail
 from tqadmin_redis.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import fields_of
-from tqadmin_redis.naming import GROUP, check_own_name
+from tqadmin_redis.naming import check_own_name
 
 PUBLISH_ATTEMPTS = 4
 
@@ -42,17 +42,11 @@ class RedisTransport(BrokerTransport):
     def declare(self, queue: str) -> None:
         """The queue's stream and its DLQ's, each with the group ``tq`` reading from the start, and the
         queue in the registry. Existing streams and groups are used as they are."""
-        import redis
-
         check_own_name(queue)
         layout = self.conn.layout
+        for keys in (layout.queue(queue), layout.dlq(queue)):
+            self.conn.ensure_group(keys.stream)
         with self.conn.translated():
-            for keys in (layout.queue(queue), layout.dlq(queue)):
-                try:
-                    self.conn.client.xgroup_create(keys.stream, GROUP, id="0", mkstream=True)
-                except redis.ResponseError as exc:
-                    if "BUSYGROUP" not in str(exc):
-                        raise
             self.conn.client.sadd(layout.registry, queue)
 
     def publish(
@@ -92,7 +86,8 @@ class RedisTransport(BrokerTransport):
         """XADD every message in one pipeline; after a dropped connection the chunk is sent again (an
         entry added before the drop then arrives twice, which dedup absorbs: never a loss)."""
         layout = self.conn.layout
-        for attempt in range(PUBLISH_ATTEMPTS):
+        attempt = 0
+        while True:
             try:
                 with self.conn.translated():
                     pipe = self.conn.client.pipeline(transaction=False)
@@ -100,10 +95,10 @@ class RedisTransport(BrokerTransport):
                         pipe.xadd(layout.queue(queue).stream, fields_of(message))
                     return list(pipe.execute(raise_on_error=False))
             except ConnectError:
-                if attempt == PUBLISH_ATTEMPTS - 1:
+                attempt += 1
+                if attempt == PUBLISH_ATTEMPTS:
                     raise
                 time.sleep(random.uniform(0, 0.2 * 2**attempt))
-        raise AssertionError("unreachable")
 
     def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
         from tqadmin_redis.consuming import RedisConsumer
