@@ -46,6 +46,7 @@ PROMOTE_MAX = 1000
 RECOVER_SCAN = 1000
 ACK_BATCH = 1000
 FORGET_EVERY_S = 60.0
+LOST_KEPT = 10_000
 BACKOFF_BASE_S = 0.2
 BACKOFF_CAP_S = 10.0
 
@@ -70,7 +71,9 @@ class RedisConsumer(Consumer):
         # entry ids delivered to the worker and not settled or lost -> when their lease last started
         # (time.monotonic()): past the lease, another consumer may have claimed them
         self._held: dict[str, float] = {}
+        self._lost: dict[str, None] = {}  # entries found passed to another consumer (the latest LOST_KEPT)
         self._acks: list[str] = []
+        self._gives: list[str] = []  # entries to give back (release)
         self._stop = threading.Event()
         self._drained = threading.Event()
         self._settled = threading.Event()  # the settler has sent everything and ended
@@ -207,34 +210,43 @@ class RedisConsumer(Consumer):
     # -- the settler thread --------------------------------------------------------------------------------
 
     def _settle_loop(self) -> None:
+        """Send queued acks and give-backs in batches (one round trip for both), again after a failure
+        until they went through: an entry given back too late is still pending to us, and only another
+        consumer would take it back."""
         attempt = 0
         while True:
             with self._lock:
-                while not self._acks and not self._drained.is_set():
+                while not self._acks and not self._gives and not self._drained.is_set():
                     self._lock.wait(0.5)
-                batch, self._acks = self._acks[:ACK_BATCH], self._acks[ACK_BATCH:]
-                final = self._drained.is_set() and not batch
-            if final:
-                self._settled.set()
-                return
+                acks, self._acks = self._acks[:ACK_BATCH], self._acks[ACK_BATCH:]
+                gives, self._gives = self._gives[:ACK_BATCH], self._gives[ACK_BATCH:]
+                if self._drained.is_set() and not acks and not gives:
+                    self._settled.set()
+                    return
+            stream = (self.keys.stream,)
+            calls: list[ScriptCall] = []
+            if acks:
+                calls.append((scripts.ACK, stream, (GROUP, self.name, *acks)))
+            if gives:
+                calls.append((scripts.RELEASE, stream, (GROUP, self.name, RELEASED, *gives)))
             try:
-                done = self.conn.run_one((scripts.ACK, (self.keys.stream,), (GROUP, self.name, *batch)))
+                replies = self.conn.run(calls)
                 attempt = 0
             except TqadminError as exc:
                 attempt += 1
                 if self._drained.is_set() and attempt > 5:
-                    log.warning("Redis: %s; %d acks not sent (those jobs will run again)", exc, len(batch))
+                    log.warning("Redis: %s; %d acks not sent (those jobs will run again)", exc, len(acks))
                     continue
                 with self._lock:
-                    self._acks[:0] = batch
+                    self._acks[:0] = acks
+                    self._gives[:0] = gives
                 log.warning("Redis: %s; acks are sent again shortly", exc)
                 time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
                 continue
-            refused = [entry for entry, ok in zip(batch, done, strict=True) if not ok]
+            refused = sum(1 for ok in (replies[0] if acks else ()) if not ok)
             if refused:
                 log.warning(
-                    "%d acks refused: those entries had passed to another consumer, which runs them",
-                    len(refused),
+                    "%d acks refused: those entries had passed to another consumer, which runs them", refused
                 )
 
     # -- any thread ------------------------------------------------------------------------------------
@@ -250,9 +262,19 @@ class RedisConsumer(Consumer):
             self._lock.notify_all()
 
     def alive(self, delivery: Delivery) -> bool:
+        """Held and renewed within the lease: ours. Held but not renewed in time (Redis was away, the
+        process was stopped): Redis says whether the entry is still ours, and it is renewed if so. When
+        Redis cannot say, the run goes ahead: every settlement is fenced anyway."""
         with self._lock:
             renewed = self._held.get(delivery.token) if isinstance(delivery.token, str) else None
-        return renewed is not None and time.monotonic() - renewed < self.lease_ms / 1000
+        if renewed is None:
+            return False
+        if time.monotonic() - renewed < self.lease_ms / 1000:
+            return True
+        try:
+            return not self.extend([delivery], self.lease_ms / 1000)
+        except TqadminError:
+            return True
 
     def _take_back(self, deliveries: Sequence[Delivery]) -> list[str]:
         """The ids of ``deliveries`` still held, no longer counted as held (their settlement follows)."""
@@ -274,19 +296,18 @@ class RedisConsumer(Consumer):
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
         ids = self._take_back(deliveries)
-        if not ids:
-            return
-        try:
-            self.conn.run_one((scripts.RELEASE, (self.keys.stream,), (GROUP, self.name, RELEASED, *ids)))
-        except TqadminError as exc:  # they come back once our lease has passed
-            log.warning("could not give back %d entries now (%s); they return after the lease", len(ids), exc)
+        if ids:
+            with self._lock:
+                self._gives.extend(ids)
+                self._lock.notify_all()
 
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
         started = time.monotonic()
         with self._lock:
             mine = [d for d in deliveries if d.token in self._held]
+            known_lost = [d for d in deliveries if d.token in self._lost]
         if not mine:
-            return []
+            return known_lost
         try:
             renewed = self.conn.run_one(
                 (scripts.EXTEND, (self.keys.stream,), (GROUP, self.name, *(d.token for d in mine)))
@@ -305,7 +326,10 @@ class RedisConsumer(Consumer):
                 else:
                     lost.append(delivery)
                     del self._held[delivery.token]
-        return lost
+                    self._lost[delivery.token] = None
+            while len(self._lost) > LOST_KEPT:
+                del self._lost[next(iter(self._lost))]
+        return known_lost + lost
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
         ids = self._take_back([delivery])

@@ -90,11 +90,13 @@ return {entries, wait}
 # lease: the holder's entry in the consumers hash (KEYS[2]), or the caller's own lease (ARGV[3]) for a holder
 # that registered none (RELEASED among them: its entries are idle since long ago). XAUTOCLAIM has one
 # threshold for every holder, so a worker with a short lease would take entries from a live worker with a
-# long one: recovery scans XPENDING from a cursor instead and claims entry by entry.
+# long one: recovery scans XPENDING from a cursor instead and claims entry by entry. The caller's own
+# entries count as abandoned after three of its leases: it renews what it holds every third of one, so
+# those are entries it lost track of (a reply lost with a dropped connection).
 _STALE = """
 local leases = {}
 local function stale(p)
-  if p[2] == ARGV[2] then return false end
+  if p[2] == ARGV[2] then return p[3] >= 3 * tonumber(ARGV[3]) end
   if leases[p[2]] == nil then leases[p[2]] = tonumber(redis.call('HGET', KEYS[2], p[2]) or ARGV[3]) end
   return p[3] >= leases[p[2]]
 end

@@ -16,10 +16,21 @@ from tqadmin import FatalError, TransientError, task
 from tqadmin.store.keys import job_tag
 from tqadmin.store.redis_client import connect
 
-# a cluster client when E2E_REDIS_URL names a Redis Cluster
-_redis = connect(
-    os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"), 10, "e2e tasks' Redis", "E2E_REDIS_URL"
-)
+
+class _Client:
+    """The tests' Redis, connected on first use (a worker may start while that Redis restarts): a cluster
+    client when E2E_REDIS_URL names a Redis Cluster."""
+
+    _client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            url = os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0")
+            self._client = connect(url, 10, "e2e tasks' Redis", "E2E_REDIS_URL")
+        return getattr(self._client, name)
+
+
+_redis = _Client()
 
 
 def _ran(ctx: Any, job: dict[str, Any]) -> None:

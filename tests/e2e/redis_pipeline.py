@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,20 @@ class RedisPipeline(Pipeline):
         if entries:
             self.raw.xdel(stream, *[entry_id for entry_id, _ in entries])
         return [(Letter(json.loads(fields.get(b"headers", b"{}"))), fields[b"body"]) for _, fields in entries]
+
+    def wait_for(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        try:
+            super().wait_for(condition, timeout_s, what)
+        except pytest.fail.Exception:
+            stream = self.layout.queue(self.queue).stream
+            state = {
+                "groups": self.raw.xinfo_groups(stream),
+                "consumers": self.raw.xinfo_consumers(stream, "tq"),
+                "pending": self.raw.xpending_range(stream, "tq", "-", "+", 10),
+                "leases": self.raw.hgetall(self.layout.queue(self.queue).consumers),
+                "first": self.raw.xrange(stream, count=3),
+            }
+            pytest.fail(f"gave up waiting for {what}; the stream: {state}")
 
     def cleanup(self) -> None:
         self.stop_all()
