@@ -12,25 +12,16 @@ import os
 import time
 from typing import Any
 
+import redis
+
 from tqadmin import FatalError, TransientError, task
 from tqadmin.store.keys import job_tag
-from tqadmin.store.redis_client import connect
 
-
-class _Client:
-    """The tests' Redis, connected on first use (a worker may start while that Redis restarts): a cluster
-    client when E2E_REDIS_URL names a Redis Cluster."""
-
-    _client: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._client is None:
-            url = os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0")
-            self._client = connect(url, 10, "e2e tasks' Redis", "E2E_REDIS_URL")
-        return getattr(self._client, name)
-
-
-_redis = _Client()
+_url = os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0")
+# a cluster client when the test runs on a Redis Cluster (both connect on first use)
+_redis: Any = (
+    redis.RedisCluster.from_url(_url) if os.environ.get("E2E_REDIS_CLUSTER") else redis.Redis.from_url(_url)
+)
 
 
 def _ran(ctx: Any, job: dict[str, Any]) -> None:

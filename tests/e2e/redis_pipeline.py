@@ -46,6 +46,7 @@ class RedisPipeline(Pipeline):
         self.broker = f"{redis_url}?prefix={self.prefix}"
         self.store_url = f"{redis_url}?prefix={self.store_prefix}"
         self.layout = Layout(self.prefix)
+        self.task_env: dict[str, str] = {}
 
     def start_with_tasks(
         self, tasks: str, *options: str, broker: str | None = None, verbose: bool = True
@@ -54,7 +55,7 @@ class RedisPipeline(Pipeline):
         command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
         command += ["--broker", broker or self.broker, "--store", self.store_url]
         command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]
-        env = {**os.environ, "E2E_REDIS_URL": self.redis_url}
+        env = {**os.environ, "E2E_REDIS_URL": self.redis_url, **self.task_env}
         process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True, env=env)
         self.workers.append(process)
         return process
@@ -122,6 +123,10 @@ class RedisPipeline(Pipeline):
 class ClusterPipeline(RedisPipeline):
     """On a Redis Cluster, where a ``ctx.once`` effect writes keys of the job's own tag: jobs run the
     ``count_tagged`` task, whose run and effect counters are one key per job."""
+
+    def __init__(self, queue: str, logs: Path, redis_url: str) -> None:
+        super().__init__(queue, logs, redis_url)
+        self.task_env = {"E2E_REDIS_CLUSTER": "1"}
 
     def _counters(self, kind: str) -> dict[str, int]:
         keys = list(self.raw.scan_iter(f"{self.key}:{kind}:*", count=1000))
