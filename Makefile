@@ -16,7 +16,11 @@ setup: $(BIN)/tqadmin
 services:
 	@scripts/ready-services
 
-run: setup services
+# With nothing configured the demo runs embedded (broker and store in one SQLite file): no service to start.
+run: setup
+	@$(BIN)/python -c 'import sys; from tqadmin.config import Overrides, resolve; s = resolve(Overrides()); \
+	  sys.exit(0 if s.broker_url.startswith("sqlite:") and s.store_url.startswith("sqlite:") else 1)' \
+	  || scripts/ready-services
 	$(BIN)/tqadmin demo
 
 test: setup services
@@ -27,6 +31,7 @@ test: setup services
 
 bench: setup services
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
+	$(BIN)/python bench/worker_sqlite.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
 	$(BIN)/python bench/worker_redis.py

@@ -21,12 +21,23 @@ def unique() -> str:
 
 
 @pytest.fixture
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """No user config, audit log in tmp: a test never reads or writes the developer's own files."""
+def isolated_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Path]:
+    """No user config, audit log in tmp: a test never reads or writes the developer's own files.
+
+    Nothing configured means the embedded SQLite broker and store in the test's own home; a test marked
+    ``rabbitmq`` (or ``redis``) is pointed at the local server instead, as a user would configure it.
+    """
     for name in ("TQADMIN_PROFILE", "TQADMIN_BROKER_URL", "TQADMIN_MANAGEMENT_URL", "TQADMIN_STORE_URL"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("TQADMIN_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    if request.node.get_closest_marker("rabbitmq"):
+        monkeypatch.setenv("TQADMIN_BROKER_URL", AMQP_URL)
+    if request.node.get_closest_marker("redis"):
+        monkeypatch.setenv("TQADMIN_STORE_URL", REDIS_URL)
     yield tmp_path
 
 

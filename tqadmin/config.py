@@ -21,11 +21,19 @@ from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
 
-DEFAULT_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
-DEFAULT_STORE_URL = "redis://127.0.0.1:6379/0"
+EMBEDDED_FILE = Path("tqadmin") / "tqadmin.db"
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_CONFIG_PATH = Path("~/.config/tqadmin/config.toml")
 DEFAULT_AUDIT_LOG = Path("~/.local/state/tqadmin/audit.jsonl")
+
+
+def embedded_url(environ: Mapping[str, str] | None = None) -> str:
+    """The default broker and state store when nothing is configured: one SQLite file,
+    ``$XDG_STATE_HOME/tqadmin/tqadmin.db`` (``~/.local/state/tqadmin/tqadmin.db`` without it)."""
+    env = os.environ if environ is None else environ
+    state = Path(env.get("XDG_STATE_HOME") or Path(env.get("HOME") or "~") / ".local" / "state").expanduser()
+    return f"sqlite:///{state / EMBEDDED_FILE}"
+
 
 THRESHOLD_KEYS = frozenset(
     {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
@@ -51,9 +59,9 @@ class Settings:
     """Everything a command needs to know about where to connect and what it may do."""
 
     profile: str | None = None
-    broker_url: str = DEFAULT_BROKER_URL
+    broker_url: str = field(default_factory=embedded_url)
     broker_options: Mapping[str, str] = field(default_factory=dict)
-    store_url: str = DEFAULT_STORE_URL
+    store_url: str = field(default_factory=embedded_url)
     read_only: bool = False
     production: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -143,7 +151,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         return value
 
     broker = pick(overrides.broker_url, "TQADMIN_BROKER_URL", "broker")
-    broker_url = broker or DEFAULT_BROKER_URL
+    broker_url = broker or embedded_url(env)
     options: dict[str, str] = {}
     for option in plugin_for_url(broker_url).options:
         value = pick(overrides.broker_options.get(option.name), option.env or "", option.name)
@@ -160,7 +168,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         profile=profile_name,
         broker_url=broker_url,
         broker_options=options,
-        store_url=pick(overrides.store_url, "TQADMIN_STORE_URL", "store") or DEFAULT_STORE_URL,
+        store_url=pick(overrides.store_url, "TQADMIN_STORE_URL", "store") or embedded_url(env),
         read_only=read_only,
         production=_flag(profile, "production"),
         timeout_s=float(timeout),

@@ -12,8 +12,13 @@ To add a plugin: write a class with the members of :class:`Harness` (derive from
 from __future__ import annotations
 
 import contextlib
+import json
+import sqlite3
+import tempfile
+import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import pytest
@@ -183,6 +188,61 @@ class MemoryHarness(PluginFaces):
         self._sharing.close()  # the broker is forgotten, queues and all
 
 
+class SQLiteHarness(PluginFaces):
+    """A broker file of the test's own, read and written with ``sqlite3`` itself. A consumer dies as a
+    killed process does: its loop ends with nothing settled or released, and its leases run out."""
+
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = ()
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="contract-sqlite-")
+        path = Path(self._dir.name) / "broker.db"
+        self.url = f"sqlite:///{path}"
+        with self.admin():  # the plugin lays out its tables in the new file
+            pass
+        self._db = sqlite3.connect(path, isolation_level=None)
+
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        name = f"contract-{uuid.uuid4().hex[:10]}"
+        now = int(time.time() * 1000)
+        encoded = json.dumps(dict(headers)) if headers else None
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT INTO tqb_queues (name, created_ms) VALUES (?, ?)", (name, now))
+            self._db.executemany(
+                "INSERT INTO tqb_messages (queue, body, headers, enqueued_ms, available_ms)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(name, body, encoded, now, now) for body in bodies],
+            )
+        return name
+
+    def _ready(self, queue: str) -> str:
+        return f"FROM tqb_messages WHERE queue = ? AND available_ms <= {int(time.time() * 1000)}"
+
+    def depth(self, queue: str) -> int:
+        return int(self._db.execute(f"SELECT COUNT(*) {self._ready(queue)}", (queue,)).fetchone()[0])
+
+    def drain(self, queue: str) -> list[Raw]:
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            where = self._ready(queue)
+            taken = self._db.execute(f"SELECT body, headers {where} ORDER BY available_ms, id", (queue,))
+            raw = [(bytes(body), json.loads(headers or "{}")) for body, headers in taken.fetchall()]
+            self._db.execute(f"DELETE {where}", (queue,))
+        return raw
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        return self.transport().consumer(queue, prefetch=prefetch, lease_s=lease_s)
+
+    def kill(self, consumer: Consumer) -> None:
+        consumer.stop()
+        consumer.drained()  # without releasing what it holds: that stays claimed until its lease ends
+
+    def close(self) -> None:
+        self._db.close()
+        self._dir.cleanup()
+
+
 class ListOnlyMemoryHarness(MemoryHarness):
     """A memory broker that withholds every optional operation, so that the refusals really run."""
 
@@ -285,6 +345,7 @@ HARNESSES: dict[str, type[Harness]] = {
     "memory": MemoryHarness,
     "redis": RedisHarness,
     "redis-cluster": RedisClusterHarness,
+    "sqlite": SQLiteHarness,
 }
 """Every plugin, both faces: each test of the suite runs over each of these."""
 

@@ -3,12 +3,15 @@
 Executions and effects are counted apart: ``runs`` is a plain counter bumped on every execution (it may
 exceed one under crashes and duplicates), ``effects`` is bumped through ``ctx.once`` (must end at exactly
 one).
-The Redis keys are named by the job (``key``), so tests running in parallel never share them.
+The Redis keys are named by the job (``key``), so tests running in parallel never share them. Where the
+worker runs on the embedded broker and store (``E2E_SQLITE`` names their file), both counters are tables
+of that file instead, the effect written inside the store's transaction.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from typing import Any
 
@@ -24,12 +27,30 @@ _redis: Any = (
 )
 
 
+_SQLITE = os.environ.get("E2E_SQLITE")
+COUNTERS = "CREATE TABLE IF NOT EXISTS e2e_{0} (key TEXT, job_id TEXT, n INTEGER, PRIMARY KEY (key, job_id))"
+BUMP = "INSERT INTO e2e_{0} VALUES (?, ?, 1) ON CONFLICT (key, job_id) DO UPDATE SET n = n + 1"
+
+
+def bump(db: Any, counter: str, key: str, job_id: str) -> None:
+    """Add one to ``counter`` of ``job_id`` in SQLite (a plain connection, or the store's transaction)."""
+    db.execute(COUNTERS.format(counter))
+    db.execute(BUMP.format(counter), (key, job_id))
+
+
 def _ran(ctx: Any, job: dict[str, Any]) -> None:
+    if _SQLITE:
+        with sqlite3.connect(_SQLITE, timeout=30, isolation_level=None) as db:
+            bump(db, "runs", job["key"], ctx.job_id)
+        return
     _redis.hincrby(f"{job['key']}:runs", ctx.job_id, 1)
 
 
 def _effect(ctx: Any, job: dict[str, Any]) -> None:
     key = job["key"]
+    if _SQLITE:
+        ctx.once(lambda tx: bump(tx, "effects", key, ctx.job_id))
+        return
     ctx.once(lambda tx: tx.hincrby(f"{key}:effects", ctx.job_id, 1))
 
 

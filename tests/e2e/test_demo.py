@@ -51,6 +51,7 @@ def demo_env(home: Path, store_prefix: str) -> dict[str, str]:
         HOME=str(home),
         XDG_STATE_HOME=str(home / "state"),
         TQADMIN_AUDIT_LOG=str(home / "audit.jsonl"),
+        TQADMIN_BROKER_URL=AMQP_URL,
         TQADMIN_STORE_URL=f"{REDIS_URL}?prefix={store_prefix}",
     )
     return env
@@ -79,6 +80,7 @@ def clean_up(admin: Any, prefix: str) -> None:
     store.close()
     client = redis.Redis.from_url(REDIS_URL)
     ledger = list(client.scan_iter(match=f"{prefix}:charge:*", count=1000))
+    ledger += client.scan_iter(match=f"*tqcron:demo-{prefix}*", count=1000)  # the demo cron's namespace
     if ledger:
         client.delete(*ledger)
     client.close()
@@ -132,7 +134,8 @@ def test_every_message_is_done_dead_lettered_deduplicated_or_still_queued(
 ) -> None:
     s = demo_run.summary
     assert s["balanced"], s
-    assert s["published"] == s["done"] + s["dead_lettered"] + s["deduplicated"] + s["left_in_queues"]
+    incoming = s["published"] + s["scheduled"]
+    assert incoming == s["done"] + s["dead_lettered"] + s["deduplicated"] + s["left_in_queues"]
     assert s["left_in_queues"] == 0, s["notes"]
     assert s["in_dead_letter_queues"] == s["dead_lettered"]
     assert s["deduplicated"] >= 1
@@ -217,9 +220,11 @@ def test_an_unreachable_broker_is_exit_3_and_one_line_naming_what_to_start(tmp_p
     assert "Traceback" not in done.stderr
 
 
-def test_with_the_dashboard_the_demo_runs_behind_the_app_and_stops_when_its_time_is_up(
-    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def demo_on_a_headless_dashboard(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], prefix: str
+) -> tuple[int, dict[str, Any], str, list[list[str]]]:
+    """``tqadmin demo`` in this process with the real app run headless: its exit code, the summary, the
+    stderr, and the queues the dashboard showed."""
     from tqadmin.cli import main
     from tqadmin.commands import demo as demo_command
     from tqadmin.tui import TqadminApp
@@ -238,17 +243,23 @@ def test_with_the_dashboard_the_demo_runs_behind_the_app_and_stops_when_its_time
         def on_unmount(self) -> None:
             seen.append(sorted(self.board.stats))
 
+    monkeypatch.setattr(demo_command, "_dashboard", lambda: HeadlessApp)
+    code = main(["demo", "--json", "--duration", "6", "--workers", "2", "--queue-prefix", prefix])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err, seen
+
+
+def test_with_the_dashboard_the_demo_runs_behind_the_app_and_stops_when_its_time_is_up(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     prefix = f"t{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("XDG_STATE_HOME", str(isolated_env / "state"))
     monkeypatch.setenv("TQADMIN_STORE_URL", f"{REDIS_URL}?prefix={prefix}")
-    monkeypatch.setattr(demo_command, "_dashboard", lambda: HeadlessApp)
     admin = RabbitMQPlugin().admin(BrokerConfig(url=AMQP_URL))
     try:
-        code = main(["demo", "--json", "--duration", "6", "--workers", "2", "--queue-prefix", prefix])
-        captured = capsys.readouterr()
-        summary = json.loads(captured.out)
-        assert code == 0, captured.err
-        assert summary["balanced"] and summary["published"] > 0, captured.err
+        code, summary, err, seen = demo_on_a_headless_dashboard(monkeypatch, capsys, prefix)
+        assert code == 0, err
+        assert summary["balanced"] and summary["published"] > 0, err
         assert seen and seen[0] and all(name.startswith(f"{prefix}.") for name in seen[0])
         assert worker_pids(prefix) == []
     finally:

@@ -16,30 +16,9 @@ WORKER = ("--concurrency", "4", "--prefetch", "16", "--lease", "2", "--crash-lim
 def test_sigkilling_a_worker_every_2_s_loses_no_job_and_commits_every_effect_exactly_once(
     pipeline: Pipeline, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}", "work_s": 0.04} for i in range(JOBS)])
-    workers = [pipeline.start(*WORKER) for _ in range(4)]
-    kills = 0
-    deadline = time.monotonic() + 80
-    while len(pipeline.effects()) < JOBS and time.monotonic() < deadline:
-        time.sleep(2)
-        victim = kills % len(workers)
-        pipeline.kill(workers[victim])
-        workers[victim] = pipeline.start(*WORKER)
-        kills += 1
-    pipeline.wait_for(lambda: len(pipeline.effects()) == JOBS, 30, "every job's effect")
-    pipeline.wait_for(lambda: pipeline.depth() == 0, 30, "the queue to drain")
-
-    effects, runs = pipeline.effects(), pipeline.runs()
-    assert set(effects) == set(ids)  # 0 lost
-    assert set(effects.values()) == {1}  # every effect committed exactly once
-    assert pipeline.depth(f"{pipeline.queue}.dlq") == 0
-    executions = sum(runs.values())
-    assert executions >= JOBS and kills >= 3
+    line = pipeline.chaos(jobs=JOBS, processes=4, kill_every_s=2, work_s=0.04, worker=WORKER)
     with capsys.disabled():
-        print(
-            f"\nchaos: {JOBS} jobs, {kills} SIGKILLs, {executions} executions "
-            f"({executions - JOBS} re-run after a kill), {sum(effects.values())} effects, 0 lost"
-        )
+        print(f"\nchaos: {line}")
 
 
 def test_a_30_s_job_with_a_5_s_amqp_heartbeat_runs_once(pipeline: Pipeline) -> None:

@@ -121,8 +121,8 @@ def test_a_burst_of_signals_to_the_whole_process_group_still_ends_in_a_clean_exi
     assert code in (0, -signal.SIGTERM)
     if code == 0:
         assert pipeline.effects() == {"slow": 1}
-    else:  # killed mid-job: nothing lost, the broker has the job back
-        assert pipeline.effects() == {} and pipeline.depth() == 1
+    else:  # killed before or after the commit: nothing lost (done once, or back in the queue), nothing twice
+        assert pipeline.effects() == {"slow": 1} or (pipeline.effects() == {} and pipeline.depth() == 1)
 
 
 def test_a_run_past_the_job_timeout_is_dead_lettered_as_timeout_and_can_never_commit(

@@ -1,4 +1,4 @@
-"""Run real `tqadmin worker` processes against the local RabbitMQ and Redis, and look at what they did.
+"""Run real `tqadmin worker` processes (RabbitMQ and Redis, or the embedded SQLite file) and look on.
 
 Each worker is started in its own session so a test can SIGKILL the whole worker (supervisor and child) the
 way a node failure would; its stderr goes to a file that a failing test prints.
@@ -6,9 +6,11 @@ way a node failure would; its stderr goes to a file that a failing test prints.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +24,8 @@ import redis
 from rabbit_queues import AMQP_URL, delete_queues, depth, drain, queues_named
 
 from tqadmin.cli import main
+from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
+from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.store.factory import open_store
 from tqadmin.store.keys import job_key
 
@@ -30,6 +34,11 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 class Pipeline:
+    """Workers on the local RabbitMQ with their store on Redis; :class:`SQLitePipeline` is the same on the
+    embedded broker."""
+
+    broker_url: str | None = None  # the workers' and the publisher's broker, when not the configured one
+
     def __init__(self, queue: str, logs: Path) -> None:
         self.queue = queue
         self.key = f"tqe:{queue}"
@@ -54,12 +63,17 @@ class Pipeline:
         """A worker process; ``verbose`` (``-v``) for its log, off to see what a user sees."""
         log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
         command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
-        if broker:
-            command += ["--broker", broker]
+        if broker or self.broker_url:
+            command += ["--broker", broker or self.broker_url or ""]
         command += ["--store", self.store_url, "worker", "--queue", self.queue, "--tasks", tasks, *options]
-        process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=log, start_new_session=True, env={**os.environ, **self.worker_env()}
+        )
         self.workers.append(process)
         return process
+
+    def worker_env(self) -> dict[str, str]:
+        return {}
 
     @staticmethod
     def kill(process: subprocess.Popen[bytes]) -> None:
@@ -88,7 +102,8 @@ class Pipeline:
         path = self.logs / f"jobs-{time.monotonic_ns()}.jsonl"
         lines = [{"key": self.key, **job, "id": self.id_prefix + job["id"]} for job in jobs]
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-        assert main(["publish", "--queue", self.queue, "--from-file", str(path)]) == 0
+        broker = ["--broker", self.broker_url] if self.broker_url else []
+        assert main([*broker, "publish", "--queue", self.queue, "--from-file", str(path)]) == 0
         return [job["id"] for job in jobs]
 
     def short(self, job_id: str) -> str:
@@ -166,6 +181,36 @@ class Pipeline:
                 pytest.fail(f"gave up waiting for {what} ({state}); worker logs:\n{self.log_text()}")
             time.sleep(0.2)
 
+    def chaos(
+        self, *, jobs: int, processes: int, kill_every_s: float, work_s: float, worker: tuple[str, ...]
+    ) -> str:
+        """``jobs`` counting jobs through ``processes`` workers while one of them (in turn) is SIGKILLed every
+        ``kill_every_s`` and replaced, until every effect is in; checks that none is lost and every effect
+        happened once, and returns a line saying how it went."""
+        ids = self.publish([{"task_type": "count", "id": f"c-{i}", "work_s": work_s} for i in range(jobs)])
+        workers = [self.start(*worker) for _ in range(processes)]
+        kills = 0
+        deadline = time.monotonic() + 80
+        while len(self.effects()) < jobs and time.monotonic() < deadline:
+            time.sleep(kill_every_s)
+            victim = kills % len(workers)
+            self.kill(workers[victim])
+            workers[victim] = self.start(*worker)
+            kills += 1
+        self.wait_for(lambda: len(self.effects()) == jobs, 60, "every job's effect")
+        self.wait_for(lambda: self.depth() == 0, 30, "the queue to drain")
+
+        effects, runs = self.effects(), self.runs()
+        assert set(effects) == set(ids)  # 0 lost
+        assert set(effects.values()) == {1}  # every effect committed exactly once
+        assert self.depth(f"{self.queue}.dlq") == 0
+        executions = sum(runs.values())
+        assert executions >= jobs and kills >= 3
+        return (
+            f"{jobs} jobs, {processes} workers, {kills} SIGKILLs, {executions} executions "
+            f"({executions - jobs} re-run after a kill), {sum(effects.values())} effects, 0 lost"
+        )
+
     def cleanup(self) -> None:
         self.stop_all()
         delete_queues(self.queue)
@@ -176,6 +221,58 @@ class Pipeline:
         ]
         if keys:
             self.redis.delete(*keys)
+
+
+class SQLitePipeline(Pipeline):
+    """The same pipeline on the embedded broker: broker, store and the tasks' counters in one SQLite file."""
+
+    def __init__(self, queue: str, logs: Path) -> None:
+        super().__init__(queue, logs)
+        self.file = logs / "tqadmin.db"
+        self.broker_url = f"sqlite:///{self.file}"
+        self.store_url = self.broker_url
+
+    def worker_env(self) -> dict[str, str]:
+        return {"E2E_SQLITE": str(self.file)}
+
+    def _counts(self, counter: str) -> dict[str, int]:
+        if not self.file.exists():
+            return {}
+        with contextlib.closing(sqlite3.connect(self.file, timeout=30)) as db:
+            table = f"e2e_{counter}"  # made by the tasks (e2e_tasks.py) on their first run
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+                return {}
+            rows = db.execute(f"SELECT job_id, n FROM {table} WHERE key = ?", (self.key,)).fetchall()
+        return {self.short(job_id): int(n) for job_id, n in rows}
+
+    def effects(self) -> dict[str, int]:
+        return self._counts("effects")
+
+    def runs(self) -> dict[str, int]:
+        return self._counts("runs")
+
+    def _admin(self) -> BrokerAdmin:
+        return plugin_for_url(self.broker_url or "").admin(BrokerConfig(url=self.broker_url or ""))
+
+    def depth(self, queue: str | None = None) -> int:
+        """Every message of the queue: ready, held or waiting out a retry delay."""
+        with self._admin() as admin:
+            return next(
+                (q.messages for q in admin.list_queues().queues if q.name == (queue or self.queue)), 0
+            )
+
+    def pending(self) -> int:
+        return self.depth()
+
+    def cleanup(self) -> None:
+        self.stop_all()  # the file goes with the test's temporary directory
+
+
+@pytest.fixture(name="sqlite_pipeline")
+def sqlite_pipeline_fixture(unique: str, tmp_path: Path, isolated_env: Path) -> Iterator[SQLitePipeline]:
+    p = SQLitePipeline(f"tqe_{unique}", tmp_path)
+    yield p
+    p.cleanup()
 
 
 @pytest.fixture(name="pipeline")

@@ -1,6 +1,5 @@
 """The Redis cron store against the real Redis: lease, fencing, tick records, registry."""
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -8,7 +7,7 @@ import redis
 from cron_redis import REDIS_URL, redis_cron_store
 
 from tqadmin.errors import Unreachable
-from tqadmin.store.lease import Lease, TickOutcome, TickState, open_cron_store
+from tqadmin.store.lease import open_cron_store
 from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = pytest.mark.redis
@@ -18,137 +17,6 @@ pytestmark = pytest.mark.redis
 def store(unique: str) -> Iterator[RedisCronStore]:
     with redis_cron_store(f"t-{unique}") as store:
         yield store
-
-
-def test_one_instance_holds_the_lease_and_each_acquisition_gets_a_larger_token(store: RedisCronStore) -> None:
-    first = store.acquire("a", 10)
-    assert first is not None and first.token == 1
-    assert store.acquire("b", 10) is None
-    store.release(first)
-    second = store.acquire("b", 10)
-    assert second is not None and second.token == 2
-    assert store.fencing_token() == 2
-    leader = store.leader()
-    assert leader is not None
-    assert (leader.instance, leader.token) == ("b", 2)
-    assert 0 <= leader.lease_age_s < 5 and 0 < leader.expires_in_s <= 10
-
-
-def test_a_lease_not_renewed_expires_and_the_next_holder_gets_a_new_token(store: RedisCronStore) -> None:
-    old = store.acquire("a", 0.2)
-    assert old is not None
-    time.sleep(0.3)
-    assert store.leader() is None
-    new = store.acquire("b", 10)
-    assert new is not None and new.token == old.token + 1
-    assert not store.renew(old), "renewal is a compare-and-set: the old holder cannot extend the new lease"
-    store.release(old)
-    assert store.leader() is not None, "nor release it"
-
-
-def test_renewal_extends_the_holders_lease(store: RedisCronStore) -> None:
-    lease = store.acquire("a", 0.5)
-    assert lease is not None
-    for _ in range(3):
-        time.sleep(0.2)
-        assert store.renew(lease)
-    leader = store.leader()
-    assert leader is not None and leader.token == lease.token
-    assert leader.renewed_at >= leader.acquired_at
-
-
-def test_a_tick_is_claimed_once_and_only_with_the_current_token(store: RedisCronStore) -> None:
-    lease = store.acquire("a", 10)
-    assert lease is not None
-    assert store.claim_tick(lease, "s", 100, 60) is TickOutcome.CLAIMED
-    assert store.claim_tick(lease, "s", 100, 60) is TickOutcome.DUPLICATE
-    forged = Lease("a", lease.token - 1, 10)
-    assert store.claim_tick(forged, "s", 101, 60) is TickOutcome.STALE
-    store.release(lease)
-    assert store.claim_tick(lease, "s", 101, 60) is TickOutcome.STALE, "a lease that is gone claims nothing"
-    assert store.tick("s", 101) is None
-
-
-def test_a_claimed_tick_is_pending_until_fired_and_a_new_leader_can_take_it_over(
-    store: RedisCronStore,
-) -> None:
-    old = store.acquire("a", 10)
-    assert old is not None
-    assert store.claim_tick(old, "s", 100, 60) is TickOutcome.CLAIMED
-    (pending,) = store.pending()
-    assert (pending.id, pending.state, pending.token, pending.instance) == (
-        "cron:s:100",
-        TickState.CLAIMED,
-        old.token,
-        "a",
-    )
-    store.release(old)  # "a" dies between claim and confirmed publish
-    new = store.acquire("b", 10)
-    assert new is not None
-    assert store.reclaim_tick(old, "s", 100, 60) is TickOutcome.STALE
-    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.CLAIMED
-    store.mark_fired(new, "s", 100, 60)
-    assert store.pending() == []
-    record = store.tick("s", 100)
-    assert record is not None and (record.state, record.token, record.instance) == (
-        TickState.FIRED,
-        new.token,
-        "b",
-    )
-    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.DUPLICATE
-    assert store.claim_tick(new, "s", 100, 60) is TickOutcome.DUPLICATE
-
-
-def test_a_stale_leaders_late_confirm_does_not_overwrite_the_new_leaders_record(
-    store: RedisCronStore,
-) -> None:
-    old = store.acquire("a", 10)
-    assert old is not None
-    store.claim_tick(old, "s", 100, 60)
-    store.release(old)  # "a" is paused inside its publish; "b" takes the tick over
-    new = store.acquire("b", 10)
-    assert new is not None
-    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.CLAIMED
-    store.mark_fired(old, "s", 100, 60)  # "a" wakes: its publish was confirmed after all
-    assert store.pending() == [], "it was published, so nobody needs to publish it again"
-    record = store.tick("s", 100)
-    assert record is not None and (record.state, record.token) == (TickState.CLAIMED, new.token)
-    store.mark_fired(new, "s", 100, 60)
-    record = store.tick("s", 100)
-    assert record is not None and (record.state, record.token, record.instance) == (
-        TickState.FIRED,
-        new.token,
-        "b",
-    )
-
-
-def test_firing_records_the_last_fire_on_the_store_clock_and_the_cursor_only_moves_forward(
-    store: RedisCronStore,
-) -> None:
-    lease = store.acquire("a", 10)
-    assert lease is not None
-    before = store.now()
-    for tick in (200, 100):
-        store.claim_tick(lease, "s", tick, 60)
-        store.mark_fired(lease, "s", tick, 60)
-    last = store.last_fired()["s"]
-    assert (last.scheduled, last.token, last.instance) == (200, lease.token, "a")
-    assert before <= last.fired_at <= store.now()
-    assert store.cursors(["s", "other"]) == {"s": 200}
-
-
-def test_missed_ticks_are_counted_only_by_the_current_leader(store: RedisCronStore) -> None:
-    lease = store.acquire("a", 10)
-    assert lease is not None
-    assert store.mark_missed(lease, "s", 50, 3)
-    assert not store.mark_missed(Lease("a", lease.token + 1, 10), "s", 60, 3)
-    assert store.missed_counts() == {"s": 3}
-    assert store.cursors(["s"]) == {"s": 50}
-
-
-def test_arming_sets_a_cursor_only_once(store: RedisCronStore) -> None:
-    assert store.arm("s", 10) == 10
-    assert store.arm("s", 20) == 10
 
 
 def test_every_key_shares_one_hash_tag_and_tick_records_expire(store: RedisCronStore, unique: str) -> None:
@@ -164,17 +32,6 @@ def test_every_key_shares_one_hash_tag_and_tick_records_expire(store: RedisCronS
     assert all(k.startswith("{tqcron:t-" + unique + "}:") for k in keys)
     tick_key = store.key("cron:s:100")
     assert 0 < client.pttl(tick_key) <= 60_000
-
-
-def test_instances_register_their_schedules_and_old_ones_are_forgotten(store: RedisCronStore) -> None:
-    store.register("a", [{"name": "s", "cron": "* * * * *"}])
-    store.register("b", [])
-    store.heartbeat("a")
-    registrations = store.registrations()
-    assert [r.instance for r in registrations] == ["a", "b"]
-    assert registrations[0].schedules == ({"name": "s", "cron": "* * * * *"},)
-    assert store.forget_instances(registrations[1].last_seen + 1e-6) == 1
-    assert [r.instance for r in store.registrations()] == ["a"]
 
 
 def test_an_unreachable_store_is_a_connection_error_with_the_password_masked() -> None:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from tqadmin.config import DEFAULT_BROKER_URL, Overrides, resolve
+from tqadmin.config import Overrides, resolve
 from tqadmin.errors import ConfigError, ReadOnly
 
 
@@ -12,10 +12,21 @@ def write_config(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_without_anything_configured_the_local_rabbitmq_is_used(tmp_path: Path) -> None:
+def test_without_anything_configured_broker_and_store_are_one_embedded_sqlite_file(tmp_path: Path) -> None:
     settings = resolve(Overrides(), {"HOME": str(tmp_path)})
-    assert settings.broker_url == DEFAULT_BROKER_URL
+    expected = f"sqlite:///{tmp_path}/.local/state/tqadmin/tqadmin.db"
+    assert settings.broker_url == settings.store_url == expected
     assert not settings.read_only
+
+
+def test_the_embedded_file_follows_xdg_state_home(tmp_path: Path) -> None:
+    settings = resolve(Overrides(), {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")})
+    assert settings.broker_url == settings.store_url == f"sqlite:///{tmp_path}/state/tqadmin/tqadmin.db"
+
+
+def test_a_configured_broker_without_a_store_keeps_its_state_in_the_embedded_file(tmp_path: Path) -> None:
+    settings = resolve(Overrides(broker_url="amqp://guest:guest@127.0.0.1:5672/%2F"), {"HOME": str(tmp_path)})
+    assert settings.store_url == f"sqlite:///{tmp_path}/.local/state/tqadmin/tqadmin.db"
 
 
 def test_flags_beat_environment_beats_profile(tmp_path: Path) -> None:

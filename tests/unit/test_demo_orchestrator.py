@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.cron import CronCount
 from tqadmin.demo.dashboard import run_with_dashboard
 from tqadmin.demo.layout import Layout, plan
 from tqadmin.demo.orchestrator import Demo, Wiring, WorkerOptions, WorkersGaveUp, worker_commands, worker_env
@@ -166,6 +167,21 @@ def test_an_earlier_runs_leftovers_are_counted_apart() -> None:
     text = carried.render()
     assert "published 4 + 2 already queued = done 4 + dead-lettered 1 + deduplicated 1 + left 0" in text
     assert "(1 new in the dead-letter queues, beside 5 from earlier runs: malformed 1)" in text
+
+
+def test_the_jobs_the_cron_fired_are_counted_in() -> None:
+    with_cron = dataclasses.replace(
+        summary(dead_letters={"demo.images.dlq": 1}, reasons={"malformed": 1}),
+        telemetry=Telemetry(total=TaskStats(done=4, dead_lettered=1, deduplicated=1)),
+        cron=CronCount(fired=2),
+    )
+    assert with_cron.balanced
+    assert (
+        "published 4 + scheduled 2 = done 4 + dead-lettered 1 + deduplicated 1 + left 0" in with_cron.render()
+    )
+    assert with_cron.to_json()["scheduled"] == 2
+    assert not dataclasses.replace(with_cron, cron=CronCount(fired=3)).balanced
+    assert dataclasses.replace(with_cron, cron=CronCount(fired=2, pending=1)).balanced
 
 
 def test_the_summary_says_so_when_messages_are_missing() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.errors import MessageNotFound
+from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, DeathRecord, Message
 
@@ -44,10 +45,11 @@ def export(session: TransferSession, queue: str, path: Path) -> ActionReport:
 
 
 def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionReport:
-    """Ack the one message whose job id is ``job_id``; every other one is released to its position."""
+    """Ack the one message whose job id is ``job_id`` (its framework's id: a Celery task id, a Dramatiq
+    message id...); every other one is released to its position."""
     with session:
         for delivery in scan(session):
-            if delivery.message.id == job_id:
+            if job_id in (delivery.message.id, summarise(delivery.message).id):
                 session.ack([delivery])
                 return ActionReport(action="delete", source=queue, target=queue, matched=1, moved=1)
     raise MessageNotFound(f"no message with id {job_id!r} in queue {queue!r}; nothing was deleted")
@@ -57,13 +59,13 @@ def group_key(message: Message, by: str, deaths: Deaths = no_deaths) -> str:
     """Why a message died, by ``reason``, ``error`` or ``task_type``; what the broker recorded (its own
     dead-lettering, as the plugin reads it) where no tqadmin worker wrote the ``x-tq-*`` headers."""
     if by == "task_type":
-        job = message.job()
-        value = job.get("task_type") if job else None
-        return str(value) if value is not None else "(not a job)"
+        return summarise(message).task or "(not a job)"
     header = HEADER_REASON if by == "reason" else HEADER_ERROR
     value = message.headers.get(header)
     if value is not None:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    if by == "error" and (error := summarise(message).error) is not None:  # what its framework recorded
+        return error
     latest = next(iter(deaths(message)), None)
     if latest is not None:
         reason = latest.reason or "unknown"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from tqadmin.admin.scan import Deaths, no_deaths
 from tqadmin.errors import PartialFailure, TqadminError
+from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import (
     HEADER_ORIGINAL_QUEUE,
@@ -206,7 +207,7 @@ def to_queue(target: str) -> Route:
 def original_queue(message: Message, deaths: Deaths = no_deaths) -> str | None:
     """Where a dead-lettered message came from: the header the worker writes, else the queue of the broker's
     latest record of its death (a message dead-lettered by the broker itself carries only that)."""
-    value = message.headers.get(HEADER_ORIGINAL_QUEUE)
+    value = message.headers.get(HEADER_ORIGINAL_QUEUE) or summarise(message).sent_to  # its framework's queue
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if not value:

@@ -15,6 +15,8 @@ from tqadmin.commands.arguments import fraction, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.config import plugin_environment
 from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.cron import cron_commands, write_schedule
+from tqadmin.demo.cron import namespace as cron_namespace
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
     Demo,
@@ -94,7 +96,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         **plugin_environment(settings),
     }
     options = WorkerOptions(concurrency=args.concurrency, job_timeout_s=args.job_timeout)
-    supervisor = Supervisor(worker_commands(layout, options), worker_env(os.environ, urls, chaos), log_dir)
+    env = worker_env(os.environ, urls, chaos)
+    supervisor = Supervisor(worker_commands(layout, options), env, log_dir)
+    cron = Supervisor(cron_commands(layout, write_schedule(layout, log_dir)), env, log_dir)
     demo = Demo(
         layout,
         wiring,
@@ -105,11 +109,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         settle_s=options.backoff_cap_s + 0.5,
         log_dir=log_dir,
         progress=lambda text: ctx.progress(f"demo: {text}"),
+        cron=cron,
     )
     if app_class is None:
         duration = args.duration or HEADLESS_DURATION_S
         ctx.progress(
-            f"demo: {len(layout.worker_queues)} worker(s) on {', '.join(layout.queues)}, "
+            f"demo: {len(layout.worker_queues)} worker(s) on {', '.join(layout.queues)}, a cron of"
+            f" {len(cron.children)} instances, "
             f"{args.rate:g} jobs/s for {duration:g} s (Ctrl-C stops early); worker logs in {log_dir}"
         )
         with stop_on_signals(demo):
@@ -122,13 +128,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         from tqadmin.demo.dashboard import run_with_dashboard
         from tqadmin.demo.focus import focused_factory
         from tqadmin.tui.connect import connect_admin
+        from tqadmin.tui.sources import StoreCron
 
         telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
         admin_factory = focused_factory(connect_admin, layout)
+        schedules = StoreCron(settings.store_url, settings.timeout_s, cron_namespace(layout))
         with stop_on_signals(demo):
             summary = run_with_dashboard(
                 demo,
-                lambda: app_class(settings=settings, telemetry=telemetry, admin_factory=admin_factory),
+                lambda: app_class(
+                    settings=settings, telemetry=telemetry, admin_factory=admin_factory, cron=schedules
+                ),
                 args.duration,
             )
     ctx.emit(summary.to_json(), summary.render)

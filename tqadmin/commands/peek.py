@@ -1,4 +1,8 @@
-"""``tqadmin peek QUEUE``: look at messages without consuming them, and say what the look cost."""
+"""``tqadmin peek QUEUE``: look at messages without consuming them, and say what the look cost.
+
+Each message is shown as its framework sees it (:mod:`tqadmin.frameworks`): a Celery task by its task id and
+name, a Dramatiq message by its message id and actor, tqadmin's own jobs as always.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext, printable
+from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
 
@@ -31,21 +36,46 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         result = admin.peek(args.queue, args.count)
     document = {
         "queue": result.queue,
-        "messages": [m.to_json() for m in result.messages],
+        "messages": [message_json(m) for m in result.messages],
         "cost": result.cost,
     }
     ctx.emit(document, lambda: render(result))
     return 0
 
 
+def message_json(message: Message) -> dict[str, object]:
+    """The message as exported, with its id and the facts its framework records beside it."""
+    summary = summarise(message)
+    return {**message.to_json(), "id": summary.id, **summary.to_json()}
+
+
 def render(result: PeekResult) -> str:
     lines = [f"{len(result.messages)} message(s) from {result.queue!r}", f"cost: {result.cost}"]
     for number, message in enumerate(result.messages, start=1):
-        lines.append(f"--- {number}. id {message.id!r}{' (redelivered)' if message.redelivered else ''}")
+        summary = summarise(message)
+        task = f" · {summary.framework} task {summary.task!r}" if summary.recognised else ""
+        redelivered = " (redelivered)" if message.redelivered else ""
+        lines.append(_text(f"--- {number}. id {summary.id!r}{task}{redelivered}"))
+        lines.extend(_text(line) for line in _facts(summary))
         if message.headers:
             lines.append("headers: " + _text(message.to_json()["headers"]))
         lines.append("body: " + _preview(message))
     return "\n".join(lines)
+
+
+def _facts(summary: JobSummary) -> list[str]:
+    facts = [
+        f"{label} {value}"
+        for label, value in (
+            ("args", summary.args),
+            ("retries", summary.retries),
+            ("sent", iso_utc(summary.sent_at)),
+            ("sent to", summary.sent_to),
+        )
+        if value is not None
+    ]
+    lines = ["job: " + " · ".join(facts)] if facts and summary.recognised else []
+    return [*lines, f"error: {summary.error}"] if summary.error else lines
 
 
 def _preview(message: Message) -> str:

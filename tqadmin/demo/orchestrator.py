@@ -21,6 +21,7 @@ from types import FrameType
 from typing import TypeVar
 
 from tqadmin.demo.chaos import Chaos
+from tqadmin.demo.cron import CronCount, CronTally
 from tqadmin.demo.layout import Layout
 from tqadmin.demo.processes import Supervisor
 from tqadmin.demo.summary import BrokerView, Summary, Telemetry
@@ -53,6 +54,7 @@ class Wiring:
     # The broker's counts; given the counts at the start, also the reasons of the dead letters added since.
     broker_view: Callable[[Layout, BrokerView | None], BrokerView]
     dashboard_telemetry: Callable[[], object] | None = None  # a TelemetrySource for the TUI
+    cron: CronTally | None = None  # what the demo's cron fired, when it runs one
 
 
 class WorkersGaveUp(TqadminError):
@@ -116,10 +118,12 @@ class Demo:
         log_dir: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         progress: Callable[[str], None] = lambda text: None,
+        cron: Supervisor | None = None,
     ) -> None:
         self.layout = layout
         self.wiring = wiring
         self.supervisor = supervisor
+        self.cron = cron  # the cron instances, stopped with the publisher
         self.traffic = traffic
         self.failure_rate = failure_rate
         self.drain_s = drain_s
@@ -139,8 +143,12 @@ class Demo:
     def start(self) -> None:
         """Note what the demo's queues already hold (an earlier run's leftovers), then start everything."""
         self.baseline = self.wiring.broker_view(self.layout, None)
+        if self.wiring.cron is not None:
+            self.wiring.cron.begin(time.time())
         self._started_at = self._clock()
         self.supervisor.start()
+        if self.cron is not None:
+            self.cron.start()
         self._traffic_thread.start()
 
     def wait(self, duration_s: float | None, report_every_s: float | None = None) -> None:
@@ -150,6 +158,8 @@ class Demo:
         next_report = None if report_every_s is None else self._clock() + report_every_s
         while not self.stop_requested.is_set():
             self.supervisor.check()
+            if self.cron is not None:
+                self.cron.check()
             if next_report is not None and report_every_s is not None and self._clock() >= next_report:
                 next_report += report_every_s
                 self._progress(self._status())
@@ -187,6 +197,8 @@ class Demo:
             self._traffic_stop.set()
             if self._traffic_thread.is_alive():
                 self._traffic_thread.join()
+            if self.cron is not None:
+                self.cron.stop()
             notes += self._drain()
         except TqadminError as exc:
             notes.append(f"draining stopped: {exc}")
@@ -201,6 +213,7 @@ class Demo:
         broker = _read(
             lambda: self.wiring.broker_view(self.layout, self.baseline), BrokerView(), "queue figures", notes
         )
+        cron = _read(self._cron_count, CronCount(), "the cron's ticks", notes)
         return Summary(
             duration_s=duration_s,
             queues=self.layout.queues,
@@ -211,8 +224,12 @@ class Demo:
             broker=broker,
             baseline=self.baseline,
             log_dir=str(self.log_dir) if self.log_dir else "",
-            notes=(*self.supervisor.notes, *notes),
+            notes=(*self.supervisor.notes, *(self.cron.notes if self.cron else ()), *notes),
+            cron=cron,
         )
+
+    def _cron_count(self) -> CronCount:
+        return self.wiring.cron.read() if self.wiring.cron is not None else CronCount()
 
     def _drain(self) -> list[str]:
         """Wait until the workers' telemetry accounts for every confirmed message, or ``drain_s`` passed.
@@ -221,7 +238,7 @@ class Demo:
         every few seconds): a message is finished once it is done, dead-lettered or deduplicated.
         """
         deadline = self._clock() + self.drain_s
-        published = self.traffic.counts().published + self.baseline.left_in_queues
+        published = self.traffic.counts().published + self._cron_count().fired + self.baseline.left_in_queues
         left = published - _finished(self.wiring.telemetry(self.layout))
         if left > 0:
             self._progress(

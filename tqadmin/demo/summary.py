@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqadmin.commands.context import table
+from tqadmin.demo.cron import CronCount
 from tqadmin.demo.traffic import TrafficCounts
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
@@ -57,6 +58,7 @@ class Summary:
     baseline: BrokerView = field(default_factory=BrokerView)
     log_dir: str = ""
     notes: tuple[str, ...] = ()
+    cron: CronCount = field(default_factory=CronCount)
 
     @property
     def accounted(self) -> int:
@@ -65,8 +67,9 @@ class Summary:
 
     @property
     def incoming(self) -> int:
-        """What the workers had to handle: this run's confirmed messages plus any an earlier run left."""
-        return self.traffic.published + self.baseline.left_in_queues
+        """What the workers had to handle: this run's confirmed messages (the publisher's and the cron's)
+        plus any an earlier run left."""
+        return self.traffic.published + self.cron.fired + self.baseline.left_in_queues
 
     @property
     def new_dead_letters(self) -> int:
@@ -74,8 +77,9 @@ class Summary:
 
     @property
     def balanced(self) -> bool:
-        """Whether every confirmed message is accounted for (publishes that failed may or may not count)."""
-        return self.incoming <= self.accounted <= self.incoming + self.traffic.failed
+        """Whether every confirmed message is accounted for (publishes that failed, and cron ticks claimed
+        but not marked fired, may or may not count)."""
+        return self.incoming <= self.accounted <= self.incoming + self.traffic.failed + self.cron.pending
 
     def to_json(self) -> dict[str, Any]:
         t = self.telemetry.total
@@ -89,6 +93,8 @@ class Summary:
             "duplicates_published": self.traffic.duplicates,
             "malformed_published": dict(self.traffic.malformed),
             "publish_failed": self.traffic.failed,
+            "scheduled": self.cron.fired,
+            "scheduled_pending": self.cron.pending,
             "done": t.done,
             "failed": t.failed,
             "retried": t.retried,
@@ -117,6 +123,11 @@ class Summary:
             "",
             f"published      {traffic.published:>6}  ({len(traffic.jobs)} jobs, {traffic.duplicates} "
             f"duplicates, {malformed} malformed{_failed(traffic)})",
+            *(
+                [f"scheduled      {self.cron.fired:>6}  (fired by the cron's leader)"]
+                if self.cron.fired
+                else []
+            ),
             f"done           {t.done:>6}",
             f"retried        {t.retried:>6}  (failed runs: {t.failed})",
             f"dead-lettered  {t.dead_lettered:>6}  {_reasons(self)}",
@@ -155,7 +166,11 @@ def _accounting(summary: Summary) -> str:
     t = summary.telemetry.total
     verdict = "every message accounted for" if summary.balanced else "MISMATCH: see the worker logs"
     carried = summary.baseline.left_in_queues
-    incoming = f"published {summary.traffic.published}" + (f" + {carried} already queued" if carried else "")
+    incoming = f"published {summary.traffic.published}"
+    if summary.cron.fired:
+        incoming += f" + scheduled {summary.cron.fired}"
+    if carried:
+        incoming += f" + {carried} already queued"
     return (
         f"{incoming} = done {t.done} + dead-lettered {t.dead_lettered} + "
         f"deduplicated {t.deduplicated} + left {summary.broker.left_in_queues}: {verdict}"

@@ -13,6 +13,8 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from tqadmin.commands.context import CommandContext
+from tqadmin.demo.cron import CronTally
+from tqadmin.demo.cron import namespace as cron_namespace
 from tqadmin.demo.layout import Layout
 from tqadmin.demo.live import DemoTelemetry
 from tqadmin.demo.orchestrator import Wiring
@@ -25,6 +27,7 @@ from tqadmin.plugin.transport import BrokerTransport
 from tqadmin.plugin.transport import Outcome as PublishOutcome
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore
+from tqadmin.store.lease import open_cron_store
 from tqadmin.telemetry.counters import TaskStats
 
 PEEK_LIMIT = 2000
@@ -32,6 +35,8 @@ HINTS = {
     "amqp": "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) "
     "or point --broker at a running one",
     "redis": "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --store at a running one",
+    "sqlite": "check that the SQLite file's directory exists and is writable, or point --broker and --store"
+    " at running servers",
     "management": "enable the management plugin (`rabbitmq-plugins enable rabbitmq_management`) "
     "or point --management-url at it",
 }
@@ -46,18 +51,23 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
     _all_reachable(
         [
             (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
-            (admin.list_queues, HINTS["management"] if scheme == "amqp" else "start the broker"),
+            (
+                admin.list_queues,
+                HINTS["management"] if scheme == "amqp" else HINTS.get(scheme, "start the broker"),
+            ),
         ]
     )
     transport = ctx.plugin().transport(ctx.broker_config())
     for queue in layout.queues:
         _all_reachable([(partial(transport.declare, queue), HINTS.get(scheme, "start the broker"))])
     started_at = time.time()
+    cron_store = open_cron_store(settings.store_url, cron_namespace(layout), settings.timeout_s)
     return Wiring(
         sink_factory=lambda: TransportSink(transport),
         telemetry=lambda layout: read_telemetry(store, layout, started_at),
         broker_view=lambda layout, baseline: read_broker(admin, layout, baseline),
         dashboard_telemetry=lambda: DemoTelemetry(store, layout, started_at),
+        cron=CronTally(cron_store),
     )
 
 

@@ -18,8 +18,10 @@ from tqadmin.plugin.base import BrokerPlugin, PluginOption
 GROUP = "tqadmin.brokers"
 
 
+@functools.cache
 def available_schemes() -> dict[str, EntryPoint]:
-    """URL scheme -> entry point, for every installed plugin."""
+    """URL scheme -> entry point, for every installed plugin. Read once per process: each read scans every
+    installed distribution, and the CLI asks once per command while it builds its parser."""
     return {ep.name: ep for ep in entry_points(group=GROUP)}
 
 

@@ -208,15 +208,21 @@ def check_namespace(namespace: str) -> str:
 
 
 def open_cron_store(url: str, namespace: str = "default", timeout_s: float = 10.0) -> CronStore:
-    """The cron store at ``url`` (``redis://`` or ``rediss://``); the driver is imported only here."""
+    """The cron store at ``url`` (``redis://``, ``rediss://`` or ``sqlite:///PATH``); a driver is imported
+    only here."""
     check_namespace(namespace)
     scheme = url.split("://", 1)[0].lower()
     if scheme in ("redis", "rediss"):
         from tqadmin.store.redis_lease import RedisCronStore
 
         return RedisCronStore.from_url(url, namespace, timeout_s)
-    from tqadmin.errors import NotSupported
+    if scheme == "sqlite":
+        from tqadmin.store.sqlite_lease import SQLiteCronStore
 
-    raise NotSupported(
-        f"the cron needs a Redis state store (redis:// or rediss://); {scheme}:// has no lease yet"
+        return SQLiteCronStore.from_url(url, namespace, timeout_s)
+    from tqadmin.errors import ConfigError
+    from tqadmin.masking import mask_url
+
+    raise ConfigError(
+        f"the cron needs a state store URL redis://, rediss:// or sqlite:///PATH, not {mask_url(url)}"
     )

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from tqadmin.errors import BadResponse, ConfigError, ConnectTimeout, Unreachable
+from tqadmin.sqlite_file import SQLiteFile, path_of
 from tqadmin.store.base import (
     Claim,
     ClaimState,
@@ -58,7 +57,8 @@ class _EffectFailed(Exception):
 
 
 class SQLiteStore(StateStore):
-    """:class:`StateStore` on an SQLite file; one connection per thread, WAL journal."""
+    """:class:`StateStore` on an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`: WAL, one connection
+    per thread), possibly the embedded broker's file too: its tables are its own."""
 
     def __init__(
         self,
@@ -72,15 +72,13 @@ class SQLiteStore(StateStore):
     ) -> None:
         self.url = url or f"sqlite:///{path}"
         self.prefix = check_prefix(prefix)
-        self._path = path
-        self._timeout_s = timeout_s
+        self._file = SQLiteFile(path, url=self.url, what="state store", timeout_s=timeout_s)
         self._retention = retention or Retention()
         self._clock = clock
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        with self._translated():
-            self._connection().executescript(SCHEMA)
+        with self._file.write() as db:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
 
     @classmethod
     def from_url(
@@ -92,50 +90,19 @@ class SQLiteStore(StateStore):
         retention: Retention | None = None,
     ) -> SQLiteStore:
         """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
-        path = url.partition(":///")[2]
-        if not path or path == ":memory:":
-            raise ConfigError("an SQLite store needs a file: sqlite:///PATH (shared by the worker processes)")
-        return cls(Path(path), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention)
+        return cls(path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention)
 
     # -- plumbing --------------------------------------------------------------------------------------
 
+    def _translated(self) -> contextlib.AbstractContextManager[None]:
+        return self._file.translated()
+
     def _connection(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(
-                self._path, timeout=self._timeout_s, isolation_level=None, check_same_thread=False
-            )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            self._local.connection = connection
-            with self._lock:
-                self._connections.append(connection)
-        return connection
+        return self._file.connection()
 
-    @contextlib.contextmanager
-    def _translated(self) -> Iterator[None]:
-        where = f"state store {self.url}"
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise ConnectTimeout(f"{where} stayed locked past the timeout ({exc})") from None
-            raise Unreachable(f"cannot use the {where} ({exc}); check the path and its permissions") from None
-        except sqlite3.DatabaseError as exc:
-            raise BadResponse(f"{where} is not a usable database ({exc})") from None
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction, holding the database's write lock from the start."""
-        with self._translated():
-            connection = self._connection()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
+        return self._file.write()
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -143,28 +110,34 @@ class SQLiteStore(StateStore):
     # -- completion store ---------------------------------------------------------------------------------
 
     def claim(self, job_id: str, owner: str, lease_s: float) -> Claim:
-        now = self._now_ms()
+        return self.claim_many([job_id], owner, lease_s)[0]
+
+    def claim_many(self, job_ids: Sequence[str], owner: str, lease_s: float) -> list[Claim]:
         with self._write() as db:
-            row = db.execute(
-                "SELECT state, owner, token, expires_ms, crashes FROM tq_jobs WHERE ns = ? AND job_id = ?",
-                (self.prefix, job_id),
-            ).fetchone()
-            state, holder, token, expires, crashes = row or ("", "", 0, 0, 0)
-            if state == "done":
-                return Claim(job_id, ClaimState.DONE, holder, token, crashes)
-            if state == "claimed":
-                if expires > now:
-                    return Claim(job_id, ClaimState.HELD, holder, token, crashes, (expires - now) / 1000)
-                crashes += 1
-            token += 1
-            db.execute(
-                "INSERT INTO tq_jobs (ns, job_id, state, owner, token, expires_ms, crashes, updated_ms)"
-                " VALUES (?, ?, 'claimed', ?, ?, ?, ?, ?) ON CONFLICT (ns, job_id) DO UPDATE SET"
-                " state = 'claimed', owner = excluded.owner, token = excluded.token,"
-                " expires_ms = excluded.expires_ms, crashes = excluded.crashes,"
-                " updated_ms = excluded.updated_ms",
-                (self.prefix, job_id, owner, token, now + int(lease_s * 1000), crashes, now),
-            )
+            return [self._claim(db, job_id, owner, lease_s) for job_id in job_ids]
+
+    def _claim(self, db: sqlite3.Connection, job_id: str, owner: str, lease_s: float) -> Claim:
+        now = self._now_ms()
+        row = db.execute(
+            "SELECT state, owner, token, expires_ms, crashes FROM tq_jobs WHERE ns = ? AND job_id = ?",
+            (self.prefix, job_id),
+        ).fetchone()
+        state, holder, token, expires, crashes = row or ("", "", 0, 0, 0)
+        if state == "done":
+            return Claim(job_id, ClaimState.DONE, holder, token, crashes)
+        if state == "claimed":
+            if expires > now:
+                return Claim(job_id, ClaimState.HELD, holder, token, crashes, (expires - now) / 1000)
+            crashes += 1
+        token += 1
+        db.execute(
+            "INSERT INTO tq_jobs (ns, job_id, state, owner, token, expires_ms, crashes, updated_ms)"
+            " VALUES (?, ?, 'claimed', ?, ?, ?, ?, ?) ON CONFLICT (ns, job_id) DO UPDATE SET"
+            " state = 'claimed', owner = excluded.owner, token = excluded.token,"
+            " expires_ms = excluded.expires_ms, crashes = excluded.crashes,"
+            " updated_ms = excluded.updated_ms",
+            (self.prefix, job_id, owner, token, now + int(lease_s * 1000), crashes, now),
+        )
         return Claim(job_id, ClaimState.CLAIMED, owner, token, crashes)
 
     def _if_current(self, db: sqlite3.Connection, claim: Claim, assignments: str, *values: object) -> bool:
@@ -176,15 +149,24 @@ class SQLiteStore(StateStore):
         return cursor.rowcount == 1
 
     def renew(self, claim: Claim, lease_s: float) -> bool:
+        return self.renew_many([claim], lease_s)[0]
+
+    def renew_many(self, claims: Sequence[Claim], lease_s: float) -> list[bool]:
+        if not claims:
+            return []
         with self._write() as db:
-            return self._if_current(db, claim, "expires_ms = ?", self._now_ms() + int(lease_s * 1000))
+            until = self._now_ms() + int(lease_s * 1000)
+            return [self._if_current(db, claim, "expires_ms = ?", until) for claim in claims]
+
+    def _mark_done(self, db: sqlite3.Connection, claim: Claim) -> bool:
+        return self._if_current(
+            db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
+        )
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
         try:
             with self._write() as db:
-                if not self._if_current(
-                    db, claim, "state = 'done', expires_ms = NULL, done_at_ms = ?", self._now_ms()
-                ):
+                if not self._mark_done(db, claim):
                     return False
                 if effect is not None:
                     try:
@@ -194,6 +176,19 @@ class SQLiteStore(StateStore):
                 return True
         except _EffectFailed as failed:
             raise failed.error from None  # the task's own error (even an SQL one), not a store outage
+
+    def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
+        return self.complete_and_claim(claims, (), "", 0)[0]
+
+    def complete_and_claim(
+        self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
+    ) -> tuple[list[bool], list[Claim]]:
+        """Both in one transaction: the worker's group commit costs one write lock per batch."""
+        if not claims and not job_ids:
+            return [], []
+        with self._write() as db:
+            done = [self._mark_done(db, claim) for claim in claims]
+            return done, [self._claim(db, job_id, owner, lease_s) for job_id in job_ids]
 
     def release(self, claim: Claim, *, forget_crashes: bool = False) -> bool:
         crashes = "0" if forget_crashes else "crashes"
@@ -298,8 +293,4 @@ class SQLiteStore(StateStore):
             )
 
     def close(self) -> None:
-        with self._lock:
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
-        self._local = threading.local()
+        self._file.close()

@@ -6,7 +6,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message
+from tqadmin.frameworks import summarise
+from tqadmin.plugin.models import HEADER_REASON, Message
 
 ERROR_PREFIX = 60
 
@@ -30,12 +31,13 @@ class DeadGroup:
 
 
 def group_dead_letters(messages: Iterable[Message]) -> list[DeadGroup]:
-    """Largest group first; errors compared by their first line so stack details do not split groups."""
+    """Largest group first; errors compared by their first line so stack details do not split groups. The
+    error and task type are what the message's framework records (:mod:`tqadmin.frameworks`), so Celery and
+    Dramatiq dead letters group by their own task names, as ``--filter`` selects them."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for message in messages:
-        job = message.job() or {}
+        summary = summarise(message)
         reason = str(message.headers.get(HEADER_REASON) or "-")
-        error = str(message.headers.get(HEADER_ERROR) or "-").splitlines()[0] or "-"
-        task_type = job.get("task_type")
-        counts[(reason, error, task_type if isinstance(task_type, str) else "-")] += 1
+        error = (summary.error or "-").splitlines()[0]
+        counts[(reason, error, summary.task or "-")] += 1
     return [DeadGroup(r, e, t, n) for (r, e, t), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -16,7 +16,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from tqadmin.plugin.models import HEADER_ERROR, DeathRecord, Message
+from tqadmin.frameworks import TQADMIN, UNKNOWN, JobSummary, iso_utc, summarise
+from tqadmin.frameworks.decoding import parse_json
+from tqadmin.plugin.models import DeathRecord, Message
 from tqadmin.tui.screens.base import DashboardScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
@@ -25,17 +27,26 @@ MAX_BODY_CHARS = 20_000
 
 
 def body_view(message: Message) -> RenderableType:
-    job = message.job()
-    if job is not None:
-        text = clean(json.dumps(job, indent=2, ensure_ascii=False, sort_keys=True), one_line=False)
-        return Syntax(text[:MAX_BODY_CHARS], "json", theme="ansi_dark", word_wrap=True)
+    """Any JSON body pretty (Celery's is a list), anything else literally, with a note saying why."""
+    value = parse_json(message.body)
+    if isinstance(value, dict | list):
+        try:
+            pretty = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, RecursionError):  # keys of mixed types, or nesting deeper than indent can go
+            pretty = None
+        if pretty is not None:
+            text = clean(pretty, one_line=False)
+            return Syntax(text[:MAX_BODY_CHARS], "json", theme="ansi_dark", word_wrap=True)
     try:
         raw = message.body.decode("utf-8")
         note = "not a JSON object"
     except UnicodeDecodeError:
         raw = message.body.hex(" ")
         note = "not UTF-8, shown as hex"
-    return Group(Text(f"({note})", style="yellow"), literal(raw[:MAX_BODY_CHARS], one_line=False))
+    # One Text, not a Group: a Static sizes itself to a Group's first line only.
+    shown = Text(f"({note})\n", style="yellow", end="")
+    shown.append_text(literal(raw[:MAX_BODY_CHARS], one_line=False))
+    return shown
 
 
 NONE = Text("(none)", style="dim")
@@ -74,6 +85,25 @@ def death_table(deaths: Sequence[DeathRecord]) -> RenderableType:
     return table
 
 
+def job_table(summary: JobSummary) -> RenderableType:
+    """What another framework records about the job, each fact on its own row; absent facts left out."""
+    rows = [
+        ("task", summary.task),
+        ("id", summary.id),
+        ("args", summary.args),
+        ("retries", summary.retries),
+        ("sent", iso_utc(summary.sent_at)),
+        ("sent to", summary.sent_to),
+    ]
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in rows:
+        if value is not None:
+            table.add_row(label, literal(value))
+    return table
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, datetime.datetime):
         return value.isoformat().replace("+00:00", "Z")
@@ -109,8 +139,13 @@ class InspectorScreen(DashboardScreen):
     def compose(self) -> ComposeResult:
         m = self.message
         headers = dict(m.headers)
+        summary = summarise(m)
+        foreign = summary.framework not in (TQADMIN, UNKNOWN)
         title = Text("message ", end="")
-        title.append(clean(m.id or "(no id)"), style="bold")
+        title.append(clean(summary.id or "(no id)"), style="bold")
+        if foreign:
+            title.append(f"  ·  {summary.framework} task ")
+            title.append(clean(summary.task or "?"), style="bold")
         title.append("  in queue ")
         title.append(clean(self.queue), style="bold")
         if m.redelivered:
@@ -120,8 +155,11 @@ class InspectorScreen(DashboardScreen):
         with VerticalScroll(id="inspector"):
             yield Static(title, classes="title")
             yield Static(Text("last error", style="bold underline"), classes="section")
-            error = headers.get(HEADER_ERROR)
+            error = summary.error
             yield Static(literal(error, "bold red", one_line=False) if error else NONE)
+            if foreign:
+                yield Static(Text(f"{summary.framework} job", style="bold underline"), classes="section")
+                yield Static(job_table(summary))
             yield Static(Text("body", style="bold underline"), classes="section")
             yield Static(body_view(m), id="body")
             yield Static(Text("tqadmin history (x-tq-*)", style="bold underline"), classes="section")

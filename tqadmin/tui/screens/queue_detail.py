@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
-from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message
+from tqadmin.frameworks import summarise
+from tqadmin.plugin.models import HEADER_REASON, Message
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.model import human_count, human_duration, human_rate
@@ -23,13 +24,14 @@ PEEK_COUNT = 20
 
 
 def message_row(message: Message) -> tuple[Text, ...]:
-    job = message.job() or {}
+    """A job of any framework by its own id and task name (a Celery task id, a Dramatiq actor...)."""
+    summary = summarise(message)
     return (
-        literal(message.id or job.get("id") or "-"),
-        literal(job.get("task_type", "(not a job)")),
+        literal(summary.id or "-"),
+        literal(summary.task or "(not a job)"),
         Text("yes", style="yellow") if message.redelivered else Text("no", style="dim"),
         literal(message.headers.get(HEADER_REASON, "")),
-        literal(message.headers.get(HEADER_ERROR, ""), "red"),
+        literal(summary.error or "", "red"),
     )
 
 

@@ -1,0 +1,113 @@
+"""The broker's file: its tables (beside the state store's, which are its own), and its clock.
+
+The broker's clock never runs backwards. Every write transaction moves a high-water mark to the wall clock
+when the wall clock is later, and keeps it otherwise: a clock stepped back by S seconds holds the broker's
+time still for S seconds rather than turning ready messages into "not yet due", putting new messages ahead
+of old ones, or letting one lease end before the lease it replaced. A forward step passes through (leases
+end early; the token on every claimed row fences the late holder out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.sqlite_file import SQLiteFile, path_of
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS tqb_queues (name TEXT PRIMARY KEY, dlq TEXT, created_ms INTEGER NOT NULL)",
+    # available_ms: the due time of a waiting message, the lease end of a claimed one (claimed: consumer set).
+    # AUTOINCREMENT: an id is never reused, so (id, deliveries, consumer) names one delivery for ever.
+    "CREATE TABLE IF NOT EXISTS tqb_messages (id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,"
+    " job_id TEXT, body BLOB NOT NULL, headers TEXT, properties TEXT, enqueued_ms INTEGER NOT NULL,"
+    " available_ms INTEGER NOT NULL, consumer TEXT, deliveries INTEGER NOT NULL DEFAULT 0)",
+    "CREATE INDEX IF NOT EXISTS tqb_messages_due ON tqb_messages (queue, available_ms, id)",
+    "CREATE INDEX IF NOT EXISTS tqb_messages_held ON tqb_messages (queue, available_ms)"
+    " WHERE consumer IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS tqb_rates (queue TEXT NOT NULL, second INTEGER NOT NULL,"
+    " published INTEGER NOT NULL DEFAULT 0, delivered INTEGER NOT NULL DEFAULT 0,"
+    " acked INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (queue, second)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS tqb_consumers (id TEXT PRIMARY KEY, queue TEXT NOT NULL,"
+    " seen_ms INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS tqb_clock (one INTEGER PRIMARY KEY CHECK (one = 1), now_ms INTEGER NOT NULL)",
+)
+
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class Tx:
+    """One write transaction: its connection, the broker's time, and the counters it bumps (rates)."""
+
+    db: sqlite3.Connection
+    now_ms: int
+    published: Counter[str] = field(default_factory=Counter)
+    delivered: Counter[str] = field(default_factory=Counter)
+    acked: Counter[str] = field(default_factory=Counter)
+
+
+class BrokerFile:
+    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
+        self.file = SQLiteFile(
+            path_of(config.url), url=config.url, what="SQLite broker", timeout_s=config.timeout_s
+        )
+        self.clock = clock
+        with self.file.translated():
+            created = (
+                self.file.connection()
+                .execute("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('tqb_messages', 'tqb_clock')")
+                .fetchone()[0]
+            )
+        if created < 2:
+            with self.file.write() as db:
+                for statement in SCHEMA:
+                    db.execute(statement)
+
+    @property
+    def where(self) -> str:
+        return self.file.where
+
+    def _wall_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Tx]:
+        with self.file.write() as db:
+            (mark,) = db.execute("SELECT COALESCE(MAX(now_ms), 0) FROM tqb_clock").fetchone()
+            tx = Tx(db, max(self._wall_ms(), mark))
+            yield tx
+            db.execute(
+                "INSERT INTO tqb_clock (one, now_ms) VALUES (1, ?)"
+                " ON CONFLICT (one) DO UPDATE SET now_ms = excluded.now_ms",
+                (tx.now_ms,),
+            )
+            _count(tx)
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """A read transaction (one snapshot) and the broker's time; no writer waits for it."""
+        with self.file.read() as db:
+            (mark,) = db.execute("SELECT COALESCE(MAX(now_ms), 0) FROM tqb_clock").fetchone()
+            yield db, max(self._wall_ms(), mark)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _count(tx: Tx) -> None:
+    """Add the transaction's counts to the current second's bucket of each queue (rates come from these)."""
+    second = tx.now_ms // 1000
+    for queue in {*tx.published, *tx.delivered, *tx.acked}:
+        tx.db.execute(
+            "INSERT INTO tqb_rates (queue, second, published, delivered, acked) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (queue, second) DO UPDATE SET published = published + excluded.published,"
+            " delivered = delivered + excluded.delivered, acked = acked + excluded.acked",
+            (queue, second, tx.published[queue], tx.delivered[queue], tx.acked[queue]),
+        )
