@@ -8,10 +8,6 @@ test's): broker, store and the tasks' counters then all live there.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +18,6 @@ import redis
 from tqadmin_redis.naming import Layout
 from worker_harness import REDIS_URL, Pipeline
 
-from tqadmin.cli import main
 from tqadmin.store.redis_client import connect
 
 
@@ -43,30 +38,13 @@ class RedisPipeline(Pipeline):
         if not isinstance(self.raw, redis.RedisCluster):
             self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
         self.prefix = f"tqb-{queue}"
-        self.broker = f"{redis_url}?prefix={self.prefix}"
+        self.broker_url = f"{redis_url}?prefix={self.prefix}"
         self.store_url = f"{redis_url}?prefix={self.store_prefix}"
         self.layout = Layout(self.prefix)
         self.task_env: dict[str, str] = {}
 
-    def start_with_tasks(
-        self, tasks: str, *options: str, broker: str | None = None, verbose: bool = True
-    ) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
-        command = [sys.executable, "-m", "tqadmin.cli", *(["-v"] if verbose else [])]
-        command += ["--broker", broker or self.broker, "--store", self.store_url]
-        command += ["worker", "--queue", self.queue, "--tasks", tasks, *options]
-        env = {**os.environ, "E2E_REDIS_URL": self.redis_url, **self.task_env}
-        process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True, env=env)
-        self.workers.append(process)
-        return process
-
-    def publish(self, jobs: list[dict[str, Any]]) -> list[str]:
-        path = self.logs / f"jobs-{time.monotonic_ns()}.jsonl"
-        lines = [{"key": self.key, **job, "id": self.id_prefix + job["id"]} for job in jobs]
-        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-        code = main(["--broker", self.broker, "publish", "--queue", self.queue, "--from-file", str(path)])
-        assert code == 0
-        return [job["id"] for job in jobs]
+    def worker_env(self) -> dict[str, str]:
+        return {"E2E_REDIS_URL": self.redis_url, **self.task_env}
 
     def publish_raw(self, bodies: list[bytes]) -> None:
         self.declare(self.queue)
@@ -78,7 +56,7 @@ class RedisPipeline(Pipeline):
         from tqadmin.plugin.base import BrokerConfig
         from tqadmin.plugin.registry import plugin_for_url
 
-        with plugin_for_url(self.broker).transport(BrokerConfig(url=self.broker)) as transport:
+        with plugin_for_url(self.broker_url).transport(BrokerConfig(url=self.broker_url)) as transport:
             transport.declare(queue)
 
     def depth(self, queue: str | None = None) -> int:
