@@ -133,6 +133,19 @@ def publish_confirm_each(queue: str, total: int) -> float:
     return total / elapsed
 
 
+def report(title: str, rows: list[tuple[str, float]], ratios: list[tuple[str, float, float | None]]) -> None:
+    """Print a worker benchmark's rates and its ratios against their targets (bench/worker_*.py)."""
+    print(f"\n{title}\n")
+    width = max(len(label) for label, _ in rows)
+    for label, rate in rows:
+        print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
+    print("\nratios")
+    width = max(len(label) for label, _, _ in ratios)
+    for label, ratio, target in ratios:
+        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
+        print(f"  {label:<{width}}  {ratio:5.2f}x  {goal}")
+
+
 def arguments(description: str) -> argparse.ArgumentParser:
     """The options every worker benchmark takes (bench/worker_redis.py too)."""
     parser = argparse.ArgumentParser(description=description)

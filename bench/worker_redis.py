@@ -22,7 +22,6 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -32,7 +31,7 @@ APPS = HERE / "worker_apps"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(APPS))
 
-from worker import arguments, drain_rate, spawn  # noqa: E402 - bench/ is not a package
+from worker import arguments, drain_rate, report, spawn  # noqa: E402 - bench/ is not a package
 
 from tqadmin.pipeline.job import new_job  # noqa: E402
 from tqadmin.pipeline.publisher import publish_jobs  # noqa: E402
@@ -51,10 +50,8 @@ CELERY, RQ, DRAMATIQ, RAW = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    label: str
-    jobs_per_s: float
+Row = tuple[str, float]
+"""A consumer and its jobs per second."""
 
 
 class Depth:
@@ -92,7 +89,7 @@ def run(
             rate = drain_rate(
                 Depth(lambda s=stream: int(client.xlen(s))), queue, jobs, spawn(*tq, "--queue", queue, *extra)
             )
-            rows.append(Row(label, rate))
+            rows.append((label, rate))
 
         queue = "raw"
         fill_tqadmin(broker, queue, jobs)
@@ -105,11 +102,11 @@ def run(
         consumer = spawn(
             sys.executable, str(APPS / "redis_stream_consumer.py"), stream, GROUP, str(prefetch), REDIS_URL
         )
-        rows.append(Row(RAW, drain_rate(Depth(raw_left), queue, jobs, consumer)))
+        rows.append((RAW, drain_rate(Depth(raw_left), queue, jobs, consumer)))
 
-        rows.append(Row(CELERY, celery_rate(client, f"{prefix}-celery:", jobs, prefetch)))
-        rows.append(Row(RQ, rq_rate(client, f"bench_rq_{tag}", min(jobs, RQ_JOBS_MAX))))
-        rows.append(Row(DRAMATIQ, dramatiq_rate(client, f"{prefix}-dramatiq", jobs)))
+        rows.append((CELERY, celery_rate(client, f"{prefix}-celery:", jobs, prefetch)))
+        rows.append((RQ, rq_rate(client, f"bench_rq_{tag}", min(jobs, RQ_JOBS_MAX))))
+        rows.append((DRAMATIQ, dramatiq_rate(client, f"{prefix}-dramatiq", jobs)))
     finally:
         keys = [
             k
@@ -176,7 +173,7 @@ def dramatiq_rate(client: redis.Redis, namespace: str, jobs: int) -> float:
 
 def ratios(rows: list[Row]) -> list[tuple[str, float, float | None]]:
     """(label, ratio, target or None) for the figures the Redis plugin is held to."""
-    rate = {row.label: row.jobs_per_s for row in rows}
+    rate = dict(rows)
     return [
         ("tqadmin dedup off / Celery on Redis", rate[TQ_OFF] / rate[CELERY], 3.0),
         ("tqadmin dedup off / raw XREADGROUP loop", rate[TQ_OFF] / rate[RAW], 0.5),
@@ -190,14 +187,8 @@ def main() -> None:
     args = arguments(__doc__.splitlines()[0]).parse_args()
     rows = run(args.jobs, args.concurrency, args.dedup_concurrency, args.prefetch)
     rq_jobs = min(args.jobs, RQ_JOBS_MAX)
-    print(f"\n{args.jobs} no-op jobs (RQ: {rq_jobs}), Redis on 127.0.0.1, one run on a shared machine\n")
-    width = max(len(row.label) for row in rows)
-    for row in rows:
-        print(f"  {row.label:<{width}}  {row.jobs_per_s:>9,.0f} jobs/s")
-    print("\nratios")
-    for label, ratio, target in ratios(rows):
-        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
-        print(f"  {label:<42}  {ratio:5.2f}x  {goal}")
+    title = f"{args.jobs} no-op jobs (RQ: {rq_jobs}), Redis on 127.0.0.1, one run on a shared machine"
+    report(title, rows, ratios(rows))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 import redis
 from redis_pipeline import ClusterPipeline, RedisPipeline
 from redis_servers import PersistentRedis
+from test_replay_killed import kill_half_way, tqadmin
 from tqadmin_redis.naming import Layout
 from tqadmin_redis.transfer import ADMIN_LEASE_S
 
@@ -89,10 +89,6 @@ def test_kills_a_stopped_worker_and_a_redis_restart_lose_nothing_and_steal_from_
         pipeline.cleanup()
 
 
-def tqadmin(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "tqadmin.cli", *argv]
-
-
 def test_a_replay_of_20000_dead_letters_killed_half_way_and_run_again_loses_nothing(
     unique: str, isolated_env: Path
 ) -> None:
@@ -118,17 +114,7 @@ def test_a_replay_of_20000_dead_letters_killed_half_way_and_run_again_loses_noth
         work = Layout(f"tqrp-{unique}").queue(target).stream
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         argv = ("--broker", url, "replay", f"{target}.dlq", "--client-side")
-        first = subprocess.Popen(
-            tqadmin(*argv, "--rate", "4000"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            while client.xlen(work) < JOBS // 2 and first.poll() is None:
-                time.sleep(0.02)
-        finally:
-            first.send_signal(signal.SIGKILL)
-            first.wait()
-        assert first.returncode == -signal.SIGKILL, "the first run finished before it could be killed"
-        assert 0 < client.xlen(work) < JOBS
+        kill_half_way(tqadmin(*argv, "--rate", "4000"), lambda: int(client.xlen(work)), JOBS)
         time.sleep(ADMIN_LEASE_S + 1)  # what the killed run held is anybody's once its lease has passed
         second = subprocess.run(
             tqadmin(*argv, "--json"), env=env, capture_output=True, text=True, timeout=180, check=False
