@@ -17,7 +17,7 @@ from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing,
 from tqadmin.store.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.alarms import alarms_of
-from tqadmin_redis.capabilities import CAPABILITIES, PEEK_COST
+from tqadmin_redis.capabilities import CAPABILITIES, FOREIGN_PEEK_COST, PEEK_COST
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import to_message
 from tqadmin_redis.foreign import ForeignQueues, ForeignSession
@@ -136,7 +136,7 @@ class RedisAdmin(BrokerAdmin):
         foreign = self.foreign.find(queue)
         if foreign is not None:
             messages = self.foreign.peek(foreign, count)
-            return PeekResult(queue, messages, f"{PEEK_COST}; read-only: {foreign.read_only}")
+            return PeekResult(queue, messages, f"{FOREIGN_PEEK_COST}; read-only: {foreign.read_only}")
         keys = self._own(queue)
         with self.conn.translated():
             if not self.conn.client.exists(keys.stream):

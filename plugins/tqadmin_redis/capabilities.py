@@ -9,6 +9,8 @@ PEEK_COST = (
     " with their delivery count)"
 )
 
+FOREIGN_PEEK_COST = "free on Redis: LRANGE, ZRANGE or XRANGE reads the jobs without taking anything"
+
 CAPABILITIES = Capabilities(
     supported=frozenset(Operation),
     peek_cost=PEEK_COST,
