@@ -8,6 +8,7 @@ a script reloaded after a restart and a password masked the same way everywhere.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -62,15 +63,21 @@ def run_scripts(client: Any, calls: Sequence[ScriptCall], where: str, flag: str)
     """Run each (script, keys, args), in one round trip, by SHA; replies in order.
 
     redis-py's own Script objects check ``SCRIPT EXISTS`` before every pipeline, which doubles the round
-    trips; here a script is loaded only when Redis answers NOSCRIPT (first use, a restart, a flush, or a
-    cluster master that never saw it), and only the calls refused for that are sent again. The first other
-    error reply is raised (translated) after the whole batch ran.
+    trips; here a script is loaded once per client before its first use, and again when Redis answers
+    NOSCRIPT (a restart, a flush), when only the calls refused for that are sent again. Loading first
+    matters within a batch: were a later call's script known and an earlier one's not, the later call would
+    run first (a completion mark after the claim of the same job). The first other error reply is raised
+    (translated) after the whole batch ran.
     """
     import redis
 
     replies: list[Any] = [None] * len(calls)
     pending = list(range(len(calls)))
     with translated(where, flag):
+        known = _loaded.setdefault(client, set())
+        for script in {call[0] for call in calls if call[0].sha not in known}:
+            _load(client, script)
+            known.add(script.sha)
         for _ in range(3):
             if len(pending) == 1:
                 script, keys, args = calls[pending[0]]
@@ -130,6 +137,10 @@ def _evalsha_batch(client: Any, calls: Sequence[ScriptCall], indexes: Sequence[i
                     answer = exc
             replies.append((index, answer))
     return sorted(replies, key=lambda pair: pair[0])
+
+
+_loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+"""The scripts each client has loaded (by SHA)."""
 
 
 def _load(client: Any, script: Script) -> None:
