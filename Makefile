@@ -38,3 +38,4 @@ bench: setup services
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
 	$(BIN)/python bench/worker_sqs.py
+	$(BIN)/python bench/worker_redis.py

@@ -138,13 +138,31 @@ def publish_confirm_each(queue: str, total: int) -> float:
     return total / elapsed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def report(title: str, rows: list[tuple[str, float]], ratios: list[tuple[str, float, float | None]]) -> None:
+    """Print a worker benchmark's rates and its ratios against their targets (bench/worker_*.py)."""
+    print(f"\n{title}\n")
+    width = max(len(label) for label, _ in rows)
+    for label, rate in rows:
+        print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
+    print("\nratios")
+    width = max(len(label) for label, _, _ in ratios)
+    for label, ratio, target in ratios:
+        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
+        print(f"  {label:<{width}}  {ratio:5.2f}x  {goal}")
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options every worker benchmark takes (bench/worker_redis.py too)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=8, help="tqadmin worker job threads, dedup off")
     parser.add_argument("--dedup-concurrency", type=int, default=32, help="job threads, dedup on")
     parser.add_argument("--prefetch", type=int, default=256, help="prefetch of every consumer")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0]).parse_args()
     n, prefetch = args.jobs, str(args.prefetch)
     tag = uuid.uuid4().hex[:8]
     broker = Broker()

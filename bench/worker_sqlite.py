@@ -26,7 +26,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from worker import APPS, drain_rate, spawn  # the RabbitMQ benchmark's way to time a consumer draining a queue
+from worker import (
+    APPS,
+    drain_rate,
+    report,
+    spawn,
+)  # the RabbitMQ benchmark's way to time a consumer draining a queue
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
@@ -139,17 +144,11 @@ def main() -> None:
     parser.add_argument("--prefetch", type=int, default=256, help="tqadmin's prefetch window")
     args = parser.parse_args()
     results = measure(args.jobs, args.concurrency, args.prefetch, args.rounds)
-    print(
-        f"\n{args.jobs} no-op jobs, a fresh SQLite file per run, median of {args.rounds} runs in turn"
-        " on a shared machine (figures are noisy)\n"
+    title = (
+        f"{args.jobs} no-op jobs, a fresh SQLite file per run, median of {args.rounds} runs in turn"
+        " on a shared machine (figures are noisy)"
     )
-    width = max(len(label) for label, _ in results)
-    for label, rate in results:
-        print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
-    print("\nratios")
-    for label, ratio, target in ratios(results):
-        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
-        print(f"  {label:<46}  {ratio:5.2f}x  {goal}")
+    report(title, results, ratios(results))
 
 
 if __name__ == "__main__":

@@ -161,3 +161,12 @@ def sqs_queues(moto_endpoint: str, unique: str) -> Iterator[Any]:
     queues = SqsQueues(moto_endpoint, unique)
     yield queues
     queues.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A three-master Redis Cluster of this test process's own, on free loopback ports
+    (tests/redis_servers.py)."""
+    from redis_servers import shared_cluster
+
+    yield shared_cluster().url

@@ -7,7 +7,15 @@ from celery import Celery
 QUEUE = os.environ.get("BENCH_QUEUE", "bench_celery")
 PREFETCH = int(os.environ.get("BENCH_PREFETCH", "256"))
 
-app = Celery("bench", broker=os.environ.get("BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//"))
+# BENCH_BROKER names another broker (Celery's Redis transport, with BENCH_KEYPREFIX as kombu's key prefix)
+app = Celery(
+    "bench",
+    broker=os.environ.get(
+        "BENCH_BROKER", os.environ.get("BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672//")
+    ),
+)
+if os.environ.get("BENCH_KEYPREFIX"):
+    app.conf.broker_transport_options = {"global_keyprefix": os.environ["BENCH_KEYPREFIX"]}
 app.conf.update(
     task_acks_late=True,
     task_ignore_result=True,

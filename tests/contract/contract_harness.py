@@ -68,6 +68,9 @@ class Harness(Protocol):
         """Act out the death of that consumer's process mid-job: nothing settled, nothing said; its
         ``run`` returns soon after."""
 
+    def move_pair(self, bodies: Sequence[bytes]) -> tuple[str, str]:
+        """A queue holding ``bodies`` and an empty one that the broker's server-side move can join."""
+
     def close(self) -> None: ...
 
 
@@ -88,6 +91,12 @@ class PluginFaces:
 
     def transport(self) -> BrokerTransport:
         return self.plugin().transport(self.config())
+
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        raise NotImplementedError
+
+    def move_pair(self, bodies: Sequence[bytes]) -> tuple[str, str]:
+        return self.make_queue(bodies), self.make_queue([])
 
 
 class RabbitMQHarness(PluginFaces):
@@ -306,9 +315,97 @@ class ListOnlyMemoryHarness(MemoryHarness):
     )
 
 
+class RedisHarness(PluginFaces):
+    """The local Redis, every key under a prefix of this harness's own (the URL's ``?prefix=``). Streams,
+    groups and entries are written and read with redis-py, in the layout docs/redis.md describes; a
+    consumer dies by stopping without settling, and what it held returns once its lease has passed."""
+
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = (pytest.mark.redis,)
+    server = "redis://127.0.0.1:6379/0"
+
+    def __init__(self) -> None:
+        from tqadmin_redis.naming import Layout
+
+        from tqadmin.store.redis_client import connect
+
+        self.prefix = f"tqct{uuid.uuid4().hex[:10]}"
+        self.url = f"{self.server_url()}?prefix={self.prefix}"
+        self.layout = Layout(self.prefix)
+        self.client: Any = connect(self.server_url(), 10, "the contract suite's Redis", "--broker")
+
+    def server_url(self) -> str:
+        return self.server
+
+    def make_queue(self, bodies: Sequence[bytes], headers: Mapping[str, Any] | None = None) -> str:
+        import json
+
+        name = f"contract-{uuid.uuid4().hex[:10]}"
+        for keys in (self.layout.queue(name), self.layout.dlq(name)):
+            self.client.xgroup_create(keys.stream, "tq", id="0", mkstream=True)
+        self.client.sadd(self.layout.registry, name)
+        stream = self.layout.queue(name).stream
+        for body in bodies:
+            self.client.xadd(stream, {"body": body, "headers": json.dumps(dict(headers or {}))})
+        return name
+
+    def _ready(self, queue: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """Entries nobody holds: never delivered, or given back (held by ``tq:released``)."""
+        stream = self.layout.queue(queue).stream
+        held = {
+            p["message_id"]
+            for p in self.client.xpending_range(stream, "tq", "-", "+", 1_000_000)
+            if p["consumer"] != b"tq:released"
+        }
+        return [(i, f) for i, f in self.client.xrange(stream) if i not in held]
+
+    def depth(self, queue: str) -> int:
+        return len(self._ready(queue))
+
+    def drain(self, queue: str) -> list[Raw]:
+        import json
+
+        stream = self.layout.queue(queue).stream
+        ready = self._ready(queue)
+        if ready:
+            self.client.xack(stream, "tq", *(i for i, _ in ready))
+            self.client.xdel(stream, *(i for i, _ in ready))
+        return [(f[b"body"], json.loads(f.get(b"headers", b"{}"))) for _, f in ready]
+
+    def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
+        return self.transport().consumer(queue, prefetch=prefetch, lease_s=lease_s)
+
+    def kill(self, consumer: Consumer) -> None:
+        consumer.stop()  # it takes nothing more, settles nothing, and its entries stay pending to it
+        consumer.drained()
+
+    def close(self) -> None:
+        keys = list(self.client.scan_iter(f"{self.prefix}:*", count=1000))
+        if keys:
+            self.client.delete(*keys)
+        self.client.close()
+
+
+class RedisClusterHarness(RedisHarness):
+    """The same over a three-master Redis Cluster of this test process's own (tests/redis_servers.py)."""
+
+    marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = (pytest.mark.redis_cluster,)
+
+    def server_url(self) -> str:
+        from redis_servers import shared_cluster
+
+        return shared_cluster().url
+
+    def move_pair(self, bodies: Sequence[bytes]) -> tuple[str, str]:
+        """A queue and its DLQ: one hash tag, so one script can move between them on a cluster."""
+        queue = self.make_queue(bodies)
+        return queue, f"{queue}.dlq"
+
+
 HARNESSES: dict[str, type[Harness]] = {
     "rabbitmq": RabbitMQHarness,
     "memory": MemoryHarness,
+    "redis": RedisHarness,
+    "redis-cluster": RedisClusterHarness,
     "sqlite": SQLiteHarness,
     "sqs": SqsHarness,
 }

@@ -58,7 +58,7 @@ def check_purge(h: Harness, admin: BrokerAdmin) -> None:
 
 
 def check_server_side_move(h: Harness, admin: BrokerAdmin) -> None:
-    src, dst = h.make_queue(BODIES), h.make_queue([])
+    src, dst = h.move_pair(BODIES)
     report = admin.server_side_move(src, dst, None)
     assert report is not None and report.moved == 3
     assert (h.depth(src), h.depth(dst)) == (0, 3)

@@ -18,8 +18,13 @@ from typing import Any
 import redis
 
 from tqadmin import FatalError, TransientError, task
+from tqadmin.store.keys import job_tag
 
-_redis = redis.Redis.from_url(os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0"))
+_url = os.environ.get("E2E_REDIS_URL", "redis://127.0.0.1:6379/0")
+# a cluster client when the test runs on a Redis Cluster (both connect on first use)
+_redis: Any = (
+    redis.RedisCluster.from_url(_url) if os.environ.get("E2E_REDIS_CLUSTER") else redis.Redis.from_url(_url)
+)
 
 
 _SQLITE = os.environ.get("E2E_SQLITE")
@@ -55,6 +60,16 @@ def count(ctx: Any, job: dict[str, Any]) -> None:
     if job.get("work_s"):
         time.sleep(job["work_s"])
     _effect(ctx, job)
+
+
+@task("count_tagged")
+def count_tagged(ctx: Any, job: dict[str, Any]) -> None:
+    """``count`` with keys of the job's own hash tag, as a ``ctx.once`` effect must have on Redis Cluster."""
+    tag = job_tag(ctx.job_id)
+    _redis.incr(f"{job['key']}:run:{tag}")
+    if job.get("work_s"):
+        time.sleep(job["work_s"])
+    ctx.once(lambda tx: tx.incr(f"{job['key']}:effect:{tag}"))
 
 
 @task("noop")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,28 +36,31 @@ def fill(amqp_queues: Any, queue: str, headers: dict[str, object] | None = None)
         time.sleep(0.05)
 
 
+def kill_half_way(command: list[str], arrived: Callable[[], int], total: int) -> None:
+    """Run ``command`` and SIGKILL it once ``arrived()`` reaches half of ``total``; it must have been killed
+    mid-way, neither before anything arrived nor after everything did."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while arrived() < total // 2 and first.poll() is None:
+            time.sleep(0.02)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert first.returncode == -signal.SIGKILL, "the first run finished before it could be killed"
+    assert 0 < arrived() < total
+
+
 def test_a_replay_killed_half_way_and_run_again_delivers_every_message(
     isolated_env: Path, amqp_queues: Any
 ) -> None:
     dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
     fill(amqp_queues, dlq, {"x-tq-original-queue": target, "x-tq-reason": "max_retries"})
 
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.Popen(
-        tqadmin("replay", dlq, "--client-side", "--rate", "4000"),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    kill_half_way(
+        tqadmin("replay", dlq, "--client-side", "--rate", "4000"), lambda: amqp_queues.depth(target), TOTAL
     )
-    try:
-        while amqp_queues.depth(target) < TOTAL // 2 and first.poll() is None:
-            time.sleep(0.02)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    assert first.returncode == -signal.SIGKILL, "the first run finished before it could be killed"
-    assert 0 < amqp_queues.depth(target) < TOTAL
-
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     second = subprocess.run(
         tqadmin("replay", dlq, "--client-side", "--json"),
         check=False,

@@ -208,12 +208,19 @@ class Pipeline:
             time.sleep(0.2)
 
     def chaos(
-        self, *, jobs: int, processes: int, kill_every_s: float, work_s: float, worker: tuple[str, ...]
+        self,
+        *,
+        jobs: int,
+        processes: int,
+        kill_every_s: float,
+        work_s: float,
+        worker: tuple[str, ...],
+        task_type: str = "count",
     ) -> str:
         """``jobs`` counting jobs through ``processes`` workers while one of them (in turn) is SIGKILLed every
         ``kill_every_s`` and replaced, until every effect is in; checks that none is lost and every effect
         happened once, and returns a line saying how it went."""
-        ids = self.publish([{"task_type": "count", "id": f"c-{i}", "work_s": work_s} for i in range(jobs)])
+        ids = self.publish([{"task_type": task_type, "id": f"c-{i}", "work_s": work_s} for i in range(jobs)])
         workers = [self.start(*worker) for _ in range(processes)]
         kills = 0
         deadline = time.monotonic() + 80

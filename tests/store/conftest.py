@@ -19,13 +19,20 @@ from tqadmin.store.keys import job_tag
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-@pytest.fixture(params=["redis", "sqlite"])
+@pytest.fixture(params=["redis", "sqlite", pytest.param("redis-cluster", marks=pytest.mark.redis_cluster)])
 def stores(request: pytest.FixtureRequest, unique: str, tmp_path: Path) -> Iterator[StoreFactory]:
     opened: list[StateStore] = []
     prefix = f"test{unique}"
-    if request.param == "redis":
-        url = f"{REDIS_URL}?prefix={prefix}"
-        client = redis.Redis.from_url(REDIS_URL)
+    if request.param.startswith("redis"):
+        server = (
+            request.getfixturevalue("redis_cluster_url") if request.param == "redis-cluster" else REDIS_URL
+        )
+        url = f"{server}?prefix={prefix}"
+        client: Any = (
+            redis.RedisCluster.from_url(server)
+            if request.param == "redis-cluster"
+            else redis.Redis.from_url(server)
+        )
 
         def redis_effect(job_id: str) -> Effect:
             return lambda tx: tx.incr(f"{prefix}:effects:{job_tag(job_id)}")

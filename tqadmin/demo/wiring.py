@@ -133,13 +133,15 @@ def read_telemetry(store: StateStore, layout: Layout, started_at: float) -> Tele
 
 
 def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None = None) -> BrokerView:
-    """What the demo's queues hold: messages in the work and retry queues, and in each dead-letter queue;
-    given the counts at the start, also why the dead letters added since died (``x-tq-reason``, peeked).
+    """What the demo's queues hold: messages in the work queues and their retries, and in each dead-letter
+    queue; given the counts at the start, also why the dead letters added since died (``x-tq-reason``,
+    peeked).
 
     The broker counts the work and dead-letter queues itself (the management API's figures lag by a few
-    seconds); the retry queues, named by the worker's delay tiers, are found in the listing and only those
-    it does not report empty are counted again; where retries wait in the work queue itself, the listing's
-    ``delayed`` is added.
+    seconds). Retries wait one of two ways: in delay queues of their own (RabbitMQ's tiers, marked
+    ``delay_for``), found in the listing and counted again unless it reports them empty; or beside the queue
+    (a Redis delay set, SQS's delayed messages, a due time), reported as the queue's ``delayed``, which is
+    added only for a queue no delay queue feeds (there ``delayed`` is the tiers' sum, already counted).
     """
     counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
     note = ""
@@ -148,10 +150,13 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
     except TqadminError as exc:
         listed = ()
         note = f"retry queues not counted: {exc}"
+    fed_by_delay_queues = {q.delay_for for q in listed if q.delay_for is not None}
     for queue in listed:
-        if layout.owns(queue.name) and queue.name not in counts and queue.messages:
+        if not layout.owns(queue.name):
+            continue
+        if queue.name not in counts and queue.messages:
             counts[queue.name] = _exact_count(admin, queue.name)
-        elif queue.name in counts and queue.delayed:  # retries waiting in the queue itself (SQS, memory)
+        elif queue.name in layout.queues and queue.name not in fed_by_delay_queues and queue.delayed:
             counts[queue.name] += queue.delayed
     dead_letters = {name: counts[name] for name in layout.dead_letter_queues}
     return BrokerView(

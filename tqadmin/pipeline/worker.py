@@ -314,6 +314,8 @@ class Worker:
             self._dead_letter(consumer, delivery, "unknown_task", error, job.retry_count, job.task_type)
             return None
         if not self.settings.dedup or self.store is None:
+            if self._crash_looping(consumer, delivery, job):
+                return None
             run = _Run(delivery, job, spec, None, job.retry_count + 1)
             with self._lock:
                 self._running[threading.get_ident()] = run
@@ -412,6 +414,24 @@ class Worker:
             self.store.release(claim, forget_crashes=True)
             return True
         return False
+
+    def _crash_looping(self, consumer: Consumer, delivery: Delivery, job: Job) -> bool:
+        """Without the completion store, a leased broker's delivery count stands in for the crash count:
+        each delivery past the first followed a lease that ran out on a worker holding it (dead or stalled).
+        Quarantines the job as ``crash_loop`` once that reaches ``--crash-limit``."""
+        count = delivery.message.delivery_count
+        if not self.transport.capabilities.leased or not count:
+            return False
+        quarantine = self.settings.policy.before_run(count - 1)
+        if quarantine is None:
+            return False
+        error = (
+            f"CrashLoop: this job was handed out {count} times, each time after its holder's lease ran out"
+        )
+        self._dead_letter(
+            consumer, delivery, quarantine.reason, error, job.retry_count + count - 1, job.task_type
+        )
+        return True
 
     def _execute(self, consumer: Consumer, run: _Run) -> _Outcome:
         q, job = self.settings.queue, run.job

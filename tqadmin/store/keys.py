@@ -20,8 +20,9 @@ DEFAULT_PREFIX = "tq"
 
 
 def job_tag(job_id: str) -> str:
-    """The hash tag of a job's keys, ``{<id>}`` with braces removed from the id."""
-    return "{" + job_id.replace("{", "").replace("}", "") + "}"
+    """The hash tag of a job's keys, ``{<id>}`` with braces removed from the id (``{_}`` when nothing is
+    left: Redis ignores an empty tag ``{}`` and would hash the whole key)."""
+    return "{" + (job_id.replace("{", "").replace("}", "") or "_") + "}"
 
 
 def job_key(prefix: str, job_id: str) -> str:

@@ -107,3 +107,5 @@ end
 return now
 """
 )
+
+ALL = (CLAIM, RENEW, COMPLETE, RELEASE, BEAT)

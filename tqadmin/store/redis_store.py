@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, TqadminError, Unreachable
-from tqadmin.masking import mask_text, mask_url
+from tqadmin.errors import BadResponse, TqadminError
+from tqadmin.masking import mask_url
 from tqadmin.store import redis_scripts
 from tqadmin.store.base import (
     Claim,
@@ -29,14 +29,14 @@ from tqadmin.store.base import (
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
-from tqadmin.store.redis_scripts import Script
+from tqadmin.store.redis_client import ScriptCall, connect, detail, run_scripts, server_time, text, translated
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 if TYPE_CHECKING:
     import redis
 
 _DONE_AMONG_CHUNK = 1000
-_Call = tuple[Script, Sequence[str], Sequence[Any]]
+FLAG = "--store"
 
 
 class RedisStore(StateStore):
@@ -72,15 +72,12 @@ class RedisStore(StateStore):
         retention: Retention | None = None,
     ) -> RedisStore:
         try:
-            import redis
+            import redis  # noqa: F401 - only to say what is missing
         except ImportError:
             raise TqadminError(
                 "the Redis store needs the redis package: pip install 'tqadmin[redis]'"
             ) from None
-        with _translated(url):
-            client = redis.Redis.from_url(
-                url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, health_check_interval=30
-            )
+        client = connect(url, timeout_s, _where(url), FLAG)
         return cls(client, url=url, prefix=prefix, retention=retention)
 
     # -- completion store ---------------------------------------------------------------------------------
@@ -103,8 +100,8 @@ class RedisStore(StateStore):
         return marks, [
             Claim(
                 job_id=job_id,
-                state=ClaimState(_text(state)),
-                owner=_text(holder),
+                state=ClaimState(text(state)),
+                owner=text(holder),
                 token=int(token),
                 crashes=int(crashes),
                 retry_after_s=int(remaining_ms) / 1000,
@@ -134,48 +131,11 @@ class RedisStore(StateStore):
     def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
         return [bool(reply) for reply in self._eval([self._completion(c) for c in claims])]
 
-    def _completion(self, claim: Claim) -> _Call:
+    def _completion(self, claim: Claim) -> ScriptCall:
         return redis_scripts.COMPLETE, (job_key(self.prefix, claim.job_id),), (claim.token, self._retention_s)
 
-    def _eval(self, calls: Sequence[_Call]) -> list[Any]:
-        """Run each (script, keys, args), in one round trip, by SHA.
-
-        redis-py's own Script objects check ``SCRIPT EXISTS`` before every pipeline, which doubles the round
-        trips; here the script is loaded only when Redis answers NOSCRIPT (first use, a restart, a flush).
-        """
-        import redis
-
-        client: Any = self._client  # the stubs leave evalsha and script_load untyped
-        replies: list[Any] = [None] * len(calls)
-        pending = list(range(len(calls)))
-        with _translated(self.url):
-            for _ in range(2):
-                if len(pending) == 1:
-                    script, keys, args = calls[pending[0]]
-                    try:
-                        replies[pending[0]] = client.evalsha(script.sha, len(keys), *keys, *args)
-                        return replies
-                    except redis.exceptions.NoScriptError:
-                        client.script_load(script.source)
-                        continue
-                pipe = client.pipeline(transaction=False)
-                for index in pending:
-                    script, keys, args = calls[index]
-                    pipe.evalsha(script.sha, len(keys), *keys, *args)
-                for index, reply in zip(pending, pipe.execute(raise_on_error=False), strict=True):
-                    replies[index] = reply
-                # only the calls Redis refused for not knowing the script are sent again: the others ran
-                pending = [i for i in pending if _noscript(replies[i])]
-                failed = next((r for r in replies if isinstance(r, Exception) and not _noscript(r)), None)
-                if failed is not None:
-                    raise failed
-                if not pending:
-                    return replies
-                for source in {calls[i][0].source for i in pending}:
-                    client.script_load(source)
-            raise BadResponse(
-                f"state store {mask_url(self.url)} keeps forgetting its scripts (SCRIPT FLUSH?)"
-            )
+    def _eval(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        return run_scripts(self._client, calls, _where(self.url), FLAG)
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
         if effect is None:
@@ -191,7 +151,7 @@ class RedisStore(StateStore):
                 try:
                     tx.watch(key)
                     state, current = cast(list[Any], tx.hmget(key, ["state", "token"]))  # watched: immediate
-                    if _text(state) != "claimed" or _text(current) != str(token):
+                    if text(state) != "claimed" or text(current) != str(token):
                         tx.unwatch()
                         return False
                     tx.multi()
@@ -210,7 +170,7 @@ class RedisStore(StateStore):
                 except redis.ResponseError as exc:
                     raise BadResponse(
                         f"a ctx.once effect command failed in the completion transaction of job "
-                        f"{key!r}: {_detail(exc)} (Redis applies the other commands of a MULTI; a command "
+                        f"{key!r}: {detail(exc)} (Redis applies the other commands of a MULTI; a command "
                         "rejected before EXEC cancels them all)"
                     ) from None
 
@@ -229,7 +189,7 @@ class RedisStore(StateStore):
                 for job_id in chunk:
                     pipe.hget(job_key(self.prefix, job_id), "state")
                 states = pipe.execute()
-                done.update(j for j, s in zip(chunk, states, strict=True) if _text(s) == "done")
+                done.update(j for j, s in zip(chunk, states, strict=True) if text(s) == "done")
         return done
 
     # -- heartbeats -------------------------------------------------------------------------------------
@@ -253,16 +213,16 @@ class RedisStore(StateStore):
         latest, seen, ttl = heartbeat_keys(self.prefix)
         with _translated(self.url):
             pipe = self._client.pipeline(transaction=False)
-            pipe.time()
             pipe.hgetall(latest)
             pipe.zrange(seen, 0, -1, withscores=True)
             pipe.hgetall(ttl)
-            (sec, usec), snapshots, beats, ttls = pipe.execute()
+            snapshots, beats, ttls = pipe.execute()
+            sec, usec = server_time(self._client, latest)
         now_ms = sec * 1000 + usec / 1000
-        promised = {_text(k): int(v) for k, v in ttls.items()}
+        promised = {text(k): int(v) for k, v in ttls.items()}
         records = []
         for raw_id, beat_ms in beats:
-            worker_id = _text(raw_id)
+            worker_id = text(raw_id)
             document = snapshots.get(raw_id)
             if document is None:
                 continue
@@ -280,12 +240,11 @@ class RedisStore(StateStore):
         latest, seen, _ = heartbeat_keys(self.prefix)
         with _translated(self.url):
             pipe = self._client.pipeline(transaction=False)
-            pipe.time()
-            pipe.zrange(seen, 0, -1, withscores=True)
-            (sec, usec), beats = pipe.execute()
+            beats = self._client.zrange(seen, 0, -1, withscores=True)
+            sec, usec = server_time(self._client, seen)
             now_ms = sec * 1000 + usec / 1000
             start_ms = now_ms - window_s * 1000
-            active = [(_text(raw), score) for raw, score in beats if score >= start_ms]
+            active = [(text(raw), score) for raw, score in beats if score >= start_ms]
             if not active:
                 return now_ms / 1000, []
             pipe = self._client.pipeline(transaction=False)
@@ -325,43 +284,14 @@ class RedisStore(StateStore):
         self._client.close()
 
 
-def _noscript(error: Exception) -> bool:
-    import redis
-
-    return isinstance(error, redis.exceptions.NoScriptError)
-
-
 def _ms(seconds: float) -> int:
     return max(int(seconds * 1000), 0)
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+def _where(url: str) -> str:
+    return f"state store {mask_url(url)}"
 
 
-@contextlib.contextmanager
-def _translated(url: str) -> Iterator[None]:
-    """Turn redis-py's exceptions into tqadmin's error tree, naming the store and never its password."""
-    import redis
-
-    where = f"state store {mask_url(url)}"
-    try:
-        yield
-    except redis.AuthenticationError as exc:
-        raise NotAuthorized(f"{where} refused the credentials ({_detail(exc)}); check --store") from None
-    except redis.TimeoutError as exc:
-        raise ConnectTimeout(f"{where} did not answer in time ({_detail(exc)}); check it is up") from None
-    except redis.ConnectionError as exc:
-        raise Unreachable(
-            f"cannot reach the {where} ({_detail(exc)}); check --store and that Redis runs"
-        ) from None
-    except redis.ResponseError as exc:
-        raise BadResponse(f"{where} answered with an error: {_detail(exc)}") from None
-
-
-def _detail(exc: BaseException) -> str:
-    return mask_text(str(exc))[:300]
+def _translated(url: str) -> contextlib.AbstractContextManager[None]:
+    """redis-py's exceptions as tqadmin's errors, naming the store and never its password."""
+    return translated(_where(url), FLAG)

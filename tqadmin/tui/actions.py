@@ -44,11 +44,17 @@ class ActionRequest:
         return self.action in {"move", "export"}
 
 
-def refusal(request: ActionRequest, settings: Settings, capabilities: Capabilities) -> str | None:
-    """Why this action cannot run here, or ``None`` when it can; checked before anything is sent."""
+def refusal(
+    request: ActionRequest, settings: Settings, capabilities: Capabilities, queue_read_only: str | None = None
+) -> str | None:
+    """Why this action cannot run here, or ``None`` when it can; checked before anything is sent.
+    ``queue_read_only`` is the broker's reason the source queue may be shown but not written
+    (:attr:`QueueStats.read_only`: a queue another framework owns)."""
     if request.action in WRITES and settings.read_only:
         profile = f"profile {settings.profile!r}" if settings.profile else "this session"
         return f"{request.action} is disabled: {profile} is read-only"
+    if request.action in WRITES and queue_read_only:
+        return f"{request.action} is disabled for {request.source}: it is {queue_read_only}"
     if request.filter and request.action in WHOLE_QUEUE:
         return f"{request.action} applies to a whole queue, not a group: Tab back to the queue list first"
     operation = Operation(request.action)

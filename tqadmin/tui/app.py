@@ -291,7 +291,8 @@ class TqadminApp(App[None]):
         if capabilities is None:
             self.notify("not connected yet: wait for the first poll", severity="warning")
             return
-        reason = actions.refusal(request, self.settings, capabilities)
+        stats = self.board.stats.get(queue)
+        reason = actions.refusal(request, self.settings, capabilities, stats.read_only if stats else None)
         if reason is not None:
             self.notify(reason, title="not allowed", severity="warning")
             return

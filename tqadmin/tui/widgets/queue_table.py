@@ -82,7 +82,8 @@ def header_text(sort_column: str, reverse: bool) -> Text:
 
 def row_text(queue: QueueStats, board: QueueBoard, thresholds: Thresholds) -> Text:
     """One queue as a line; broker strings go through :func:`clean` and into ``Text``, never markup."""
-    style = "bold red" if alerts(queue, thresholds) else ""
+    # a queue another framework owns is shown dim: it can be looked at, not written
+    style = "bold red" if alerts(queue, thresholds) else ("dim" if queue.read_only else "")
     text = Text(end="", no_wrap=True)
     for column in COLUMNS:
         text.append(fit(column.fmt(queue), column.width, column.right) + " " * GAP, style=style)

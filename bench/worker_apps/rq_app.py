@@ -1,0 +1,17 @@
+"""The benchmark's no-op job for RQ, and its worker: a SimpleWorker (no fork per job) in burst mode."""
+
+import sys
+
+
+def noop() -> None:
+    """Nothing."""
+
+
+if __name__ == "__main__":
+    from redis import Redis
+    from rq import Queue, SimpleWorker
+
+    connection = Redis.from_url(sys.argv[2])
+    SimpleWorker([Queue(sys.argv[1], connection=connection)], connection=connection).work(
+        burst=True, logging_level="WARNING"
+    )
