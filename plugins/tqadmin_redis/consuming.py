@@ -92,6 +92,7 @@ class RedisConsumer(Consumer):
                 if not registered:
                     self._register()
                     registered = True
+                    next_recover = max(next_recover, time.monotonic() + self._restart_grace_s())
                 now = time.monotonic()
                 if now >= next_recover:
                     next_recover = now + (0 if self._recover(on_message) else self._recover_every_s)
@@ -126,6 +127,21 @@ class RedisConsumer(Consumer):
             pipe.hset(self.keys.consumers, self.name, self.lease_ms)
             pipe.xgroup_createconsumer(self.keys.stream, GROUP, self.name)
             pipe.execute()
+
+    def _restart_grace_s(self) -> float:
+        """How long to wait before claiming anything as abandoned: a Redis up for less than a lease has just
+        restarted, and idle times ran on while it was away, so every holder looks past its lease for a moment.
+        Until the server has been up for a lease, the live holders (cut off by the same restart, and back
+        within a third of a lease) renew first; a consumer that starts then takes none of their entries."""
+        import redis
+
+        lease_s = self.lease_ms / 1000
+        with self.conn.translated():
+            try:
+                uptime = min(int(m.info("server")["uptime_in_seconds"]) for m in self.conn.masters())
+            except (redis.ResponseError, KeyError, ValueError):  # INFO renamed or refused: assume the worst
+                return lease_s
+        return max(0.0, lease_s - uptime)
 
     def _room(self) -> int:
         with self._lock:

@@ -29,11 +29,11 @@ REDIS = "redis://127.0.0.1:6379/0"
 
 
 class Broker:
-    def __init__(self, unique: str) -> None:
+    def __init__(self, unique: str, server: str = REDIS) -> None:
         self.prefix = f"tqp{unique}"
-        self.url = f"{REDIS}?prefix={self.prefix}"
+        self.url = f"{server}?prefix={self.prefix}"
         self.layout = Layout(self.prefix)
-        self.client = redis.Redis.from_url(REDIS)
+        self.client = redis.Redis.from_url(server)
         self.transport: BrokerTransport = plugin_for_url(self.url).transport(BrokerConfig(url=self.url))
         self.admin: BrokerAdmin = plugin_for_url(self.url).admin(BrokerConfig(url=self.url))
         self.running: list[tuple[Consumer, threading.Thread]] = []
@@ -199,3 +199,30 @@ def test_an_unreachable_redis_is_exit_3_in_one_line_without_the_password(
     assert (
         "hunter2" not in err and "cannot reach the Redis broker" in err and len(err.strip().splitlines()) == 1
     )
+
+
+@pytest.mark.slow
+def test_after_a_redis_restart_a_new_consumer_leaves_a_live_holder_its_entries(unique: str) -> None:
+    """Idle times run on while Redis is down, so right after a restart every held entry looks abandoned; a
+    consumer that starts then waits until the server has been up for a lease, and the holder renews first."""
+    from redis_servers import PersistentRedis
+
+    server = PersistentRedis()
+    try:
+        broker = Broker(unique, server.url)
+        queue = broker.queue("orders", jobs=1)
+        holder, handed = broker.consume(queue, lease_s=2)
+        delivery = handed.get(timeout=5)
+        server.server.stop()
+        time.sleep(2.5)  # past the lease while Redis is away
+        server.server.start()
+        _, newcomer = broker.consume(queue, lease_s=2)
+        time.sleep(0.5)  # the newcomer is up before the holder's next renewal
+        for _ in range(12):  # the worker's renewals, every third of a lease
+            holder.extend([delivery], 2)
+            time.sleep(0.25)
+        assert newcomer.empty()
+        assert holder.alive(delivery) and holder.ack(delivery)
+        broker.close()
+    finally:
+        server.close()
