@@ -2,9 +2,11 @@
 
 The outage is acted out by one TCP proxy per process (tests/amqp_proxy.py): every connection is cut, new ones
 are reset at once, as a broker whose app is stopped answers, while the real RabbitMQ that other tests use goes
-on. Each proxy times the attempts it saw and the first ``Basic.Consume`` / ``Basic.Publish`` after the broker
-came back, so the test measures the seconds to recover and the attempts per second during the outage. Before
-the shared backoff, a 4 s outage left workers idle for 16 s (the backoff grew to 10-15 s, capped at 30 s).
+on; and once for real, with a RabbitMQ node of the test's own stopped and booted again
+(tests/rabbitmq_node.py), the proxies then only forwarding and watching. Each proxy times the attempts it saw
+and the first ``Basic.Consume`` / ``Basic.Publish`` after the broker came back, so the test measures the
+seconds to recover and the attempts per second during the outage. Before the shared backoff, a 4 s outage
+left workers idle for 16 s (the backoff grew to 10-15 s, capped at 30 s).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 from amqp_proxy import AmqpProxy
 from cron_redis import REDIS_URL, delete_namespace
+from rabbitmq_node import RabbitMQNode
 from tqadmin_rabbitmq import RabbitMQPlugin
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
@@ -34,6 +37,7 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 WORKERS = 4
 BACK_WITHIN_S = 5.0  # INTERFACE promise: consuming or publishing again within 5 s of the broker's return
 RATE = 10.0  # jobs per second from the publisher, before, during and after the outage
+RESTART = -1.0  # instead of an outage of so many seconds: a node of the test's own, stopped and booted again
 
 
 def first_after(times: list[float], moment: float, timeout_s: float) -> float:
@@ -59,13 +63,20 @@ def start_cron(tmp_path: Path, queue: str, namespace: str, broker: str) -> subpr
 
 
 @pytest.mark.parametrize(
-    "outage_s", [pytest.param(4.0, id="4s"), pytest.param(60.0, id="60s", marks=pytest.mark.slow)]
+    "outage_s",
+    [
+        pytest.param(4.0, id="4s"),
+        pytest.param(60.0, id="60s", marks=pytest.mark.slow),
+        pytest.param(RESTART, id="restart"),
+    ],
 )
 def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_reconnect_storm(
     pipeline: Pipeline, tmp_path: Path, unique: str, outage_s: float
 ) -> None:
-    worker_proxies = [AmqpProxy() for _ in range(WORKERS)]
-    publisher_proxy, cron_proxy = AmqpProxy(), AmqpProxy()
+    node = RabbitMQNode() if outage_s == RESTART else None
+    upstream = ("127.0.0.1", 5672) if node is None else node.address
+    worker_proxies = [AmqpProxy(upstream) for _ in range(WORKERS)]
+    publisher_proxy, cron_proxy = AmqpProxy(upstream), AmqpProxy(upstream)
     proxies = [*worker_proxies, publisher_proxy, cron_proxy]
     namespace = f"outage-{unique}"
     cron = None
@@ -75,9 +86,9 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
         cron = start_cron(tmp_path, f"{pipeline.queue}-cron", namespace, cron_proxy.url())
 
         # The publisher waits out the outage (its --timeout covers it) and sends jobs at RATE throughout.
-        ids = [f"{pipeline.id_prefix}p{i}" for i in range(int((outage_s + 20) * RATE))]
+        ids = [f"{pipeline.id_prefix}p{i}" for i in range(int((max(outage_s, 10) + 20) * RATE))]
         bodies = [json.dumps({"task_type": "count", "id": i, "key": pipeline.key}).encode() for i in ids]
-        config = BrokerConfig(url=publisher_proxy.url(), timeout_s=outage_s + 30)
+        config = BrokerConfig(url=publisher_proxy.url(), timeout_s=max(outage_s, 0) + 60)
         transport = RabbitMQPlugin().transport(config)
         transport.declare(pipeline.queue)
         outgoing: list[Outgoing] = [
@@ -91,10 +102,16 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
         pipeline.wait_for(lambda: len(cron_proxy.published_at) >= 1, 60, "the cron to fire")
 
         down_at = time.monotonic()
-        for proxy in proxies:
-            proxy.go_down()
-        time.sleep(outage_s)
-        back_at = {id(proxy): proxy.come_back() for proxy in proxies}  # each measured from its own return
+        if node is None:
+            for proxy in proxies:
+                proxy.go_down()
+            time.sleep(outage_s)
+            back_at = {id(proxy): proxy.come_back() for proxy in proxies}  # each from its own return
+        else:  # the real thing: the node stopped (connections closed, port shut), then booted again
+            node.stop()
+            booted = node.start()
+            back_at = {id(proxy): booted for proxy in proxies}
+            outage_s = booted - down_at
         up_at = max(back_at.values())
 
         def back(proxy: AmqpProxy, frames: list[float]) -> float:
@@ -108,7 +125,8 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
         steady_from = down_at + min(10.0, outage_s / 2)  # past the first quick attempts where it can
         during = [t for p in proxies for t in p.attempts if steady_from <= t < up_at]
         attempts_per_s = len(during) / (up_at - steady_from)
-        print(f"\noutage {outage_s:g} s: seconds to recover {back_s}; {attempts_per_s:.2f} attempts/s")
+        what = "restart" if node else "outage"
+        print(f"\n{what} {outage_s:.1f} s: seconds to recover {back_s}; {attempts_per_s:.2f} attempts/s")
         print(f"over {len(proxies)} processes during the outage ({len(during)} attempts)")
 
         assert max(back_s.values()) <= BACK_WITHIN_S, f"{back_s}\n{pipeline.log_text()}"
@@ -127,3 +145,5 @@ def test_workers_publisher_and_cron_are_back_within_5_s_of_the_broker_without_a_
         for proxy in proxies:
             proxy.close()
         delete_namespace(namespace)
+        if node is not None:
+            node.close()
