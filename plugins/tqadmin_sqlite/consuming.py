@@ -128,6 +128,7 @@ class SQLiteConsumer(Consumer):
             with self.broker.write() as tx:
                 lost = rows.delete(tx, acks) + rows.put_back(tx, releases)
                 claimed = rows.claim(tx, self.queue, self.id, want, lease_ms) if want else []
+                until_ms = tx.now_ms + lease_ms
                 if want:
                     self._version = version if len(claimed) < want else None
                     self._next_due_ms = self._next_due(tx)
@@ -148,7 +149,7 @@ class SQLiteConsumer(Consumer):
         deliveries = [
             Delivery(
                 rows.to_message(row, delivered=True),
-                Token(row[0], row[6] + 1, self.id, self.queue, before_ms=row[7], until=until),
+                Token(row[0], row[6] + 1, self.id, self.queue, row[7], until=until, until_ms=until_ms),
             )
             for row in claimed
         ]
@@ -197,7 +198,7 @@ class SQLiteConsumer(Consumer):
                 return None
             token.settled = True
             self._held -= 1
-        return token if time.monotonic() < token.until else None
+        return token if token.leased(time.monotonic(), self.broker.wall_ms()) else None
 
     def stop(self) -> None:
         with self._cond:
@@ -214,7 +215,7 @@ class SQLiteConsumer(Consumer):
         assert isinstance(token, Token)
         if token.settled:
             return False
-        if time.monotonic() < token.until:
+        if token.leased(time.monotonic(), self.broker.wall_ms()):
             return True
         self._take(delivery)  # its lease ended: free its slot; the row comes back to the queue by itself
         return False
@@ -238,22 +239,25 @@ class SQLiteConsumer(Consumer):
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
         """Renew the leases still held; returns the deliveries this consumer no longer holds (settled, or
         whose lease ended or passed to another consumer)."""
-        now = time.monotonic()
+        now, wall_ms = time.monotonic(), self.broker.wall_ms()
         held = [
             d
             for d in deliveries
-            if isinstance(d.token, Token) and not d.token.settled and now < d.token.until
+            if isinstance(d.token, Token) and not d.token.settled and d.token.leased(now, wall_ms)
         ]
         gone = [d for d in deliveries if d not in held]
         if held:
             tokens = [d.token for d in held if isinstance(d.token, Token)]
+            lease_ms = round(lease_s * 1000)
             with self.broker.write() as tx:
-                lost = rows.extend(tx, tokens, round(lease_s * 1000))
+                lost = rows.extend(tx, tokens, lease_ms)
+                until_ms = tx.now_ms + lease_ms
             for delivery, token in zip(held, tokens, strict=True):
                 if token in lost:
                     gone.append(delivery)
                 else:
                     token.until = max(token.until, now + lease_s)
+                    token.until_ms = max(token.until_ms, until_ms)
         for delivery in gone:
             self._take(delivery)  # frees its slot in the window if it still had one
         return gone

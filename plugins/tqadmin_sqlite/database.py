@@ -74,14 +74,14 @@ class BrokerFile:
     def where(self) -> str:
         return self.file.where
 
-    def _wall_ms(self) -> int:
+    def wall_ms(self) -> int:
         return int(self.clock() * 1000)
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Tx]:
         with self.file.write() as db:
             (mark,) = db.execute("SELECT COALESCE(MAX(now_ms), 0) FROM tqb_clock").fetchone()
-            tx = Tx(db, max(self._wall_ms(), mark))
+            tx = Tx(db, max(self.wall_ms(), mark))
             yield tx
             db.execute(
                 "INSERT INTO tqb_clock (one, now_ms) VALUES (1, ?)"
@@ -95,7 +95,7 @@ class BrokerFile:
         """A read transaction (one snapshot) and the broker's time; no writer waits for it."""
         with self.file.read() as db:
             (mark,) = db.execute("SELECT COALESCE(MAX(now_ms), 0) FROM tqb_clock").fetchone()
-            yield db, max(self._wall_ms(), mark)
+            yield db, max(self.wall_ms(), mark)
 
     def close(self) -> None:
         self.file.close()

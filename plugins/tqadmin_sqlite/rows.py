@@ -27,8 +27,10 @@ UNHELD = "(consumer IS NULL OR available_ms <= ?)"
 @dataclass(slots=True, eq=False)
 class Token:
     """The plugin's handle on one claimed row. ``before_ms`` is where the row stood in its queue (its
-    available time) when claimed, so a release puts it back in place; ``until`` is the lease's end on this
-    process's monotonic clock, which :meth:`~tqadmin.plugin.transport.Consumer.alive` reads."""
+    available time) when claimed, so a release puts it back in place. The lease's end is kept twice: ``until``
+    on this process's monotonic clock (immune to the wall clock being set back) and ``until_ms`` on the
+    broker's clock, the one every other consumer compares against (so a wall clock that runs ahead of the
+    monotonic one cannot make a lease look live here after another consumer took the row)."""
 
     id: int
     deliveries: int
@@ -36,7 +38,12 @@ class Token:
     queue: str
     before_ms: int
     until: float = 0.0
+    until_ms: int = 0
     settled: bool = False
+
+    def leased(self, monotonic: float, wall_ms: int) -> bool:
+        """Whether the lease is still this consumer's, by both clocks."""
+        return monotonic < self.until and wall_ms < self.until_ms
 
     @property
     def key(self) -> tuple[int, int, str]:

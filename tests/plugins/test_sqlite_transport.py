@@ -162,6 +162,21 @@ def test_a_clock_stepping_back_keeps_order_and_never_lets_two_leases_overlap(tmp
     other.close()
 
 
+def test_a_clock_stepping_forward_ends_the_holders_lease_where_the_others_see_it_end(tmp_path: Path) -> None:
+    """The broker's clock is what another consumer compares with, so a holder whose wall clock jumped past its
+    lease's end no longer calls its delivery alive, though its monotonic clock says the lease runs on."""
+    clock = SteppedClock()
+    kit = Kit(tmp_path / "broker.db", clock=clock)
+    kit.publish("q", b"job")
+    with kit.consuming("q", lease_s=30) as (holder, got):
+        wait_for(lambda: len(got) == 1)
+        assert holder.alive(got[0])
+        clock.step(60)  # NTP puts the clock forward a minute: the row is due again for every consumer
+        assert not holder.alive(got[0])
+        assert holder.extend(got, 30) == got
+    kit.close()
+
+
 def test_consumers_of_one_file_in_one_process_share_the_work_without_duplicates(
     kit: Kit, tmp_path: Path
 ) -> None:
