@@ -232,7 +232,7 @@ def test_tqadmin_queues_lists_foreign_queues_beside_its_own(
         listed = {q["name"]: q for q in document["queues"]}
         assert listed[f"sidekiq:{name}"]["read_only"].startswith("a Sidekiq queue")
         code, _, err = tq_json("--broker", f"{REDIS}?prefix=tqf{unique}", "purge", f"sidekiq:{name}", "--yes")
-        assert code == 4 and "Sidekiq" in err and client.llen(f"queue:{name}") == 1
+        assert code == 6 and "Sidekiq" in err and client.llen(f"queue:{name}") == 1
     finally:
         client.srem("queues", name)
         client.delete(f"queue:{name}")

@@ -62,6 +62,8 @@ def _replay(
     args: argparse.Namespace, ctx: CommandContext, already_done: Callable[[Sequence[str]], set[str]] | None
 ) -> int:
     with ctx.admin() as admin:
+        if not args.dry_run:  # a dry run only reads: it may count what a read-only queue holds
+            admin.require_writable("replay", args.source, args.to)
         plan = plan_from(
             args,
             action="replay",
