@@ -107,6 +107,8 @@ class QueueReadOnly(NotSupported):
     def __init__(self, queue: str, reason: str, action: str | None = None) -> None:
         refused = f"{action} refused: " if action else ""
         super().__init__(f"{refused}{queue} is {reason}; nothing was written")
+        self.queue = queue
+        self.reason = reason
 
 
 class PartialFailure(TqadminError):

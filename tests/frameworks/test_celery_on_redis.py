@@ -43,6 +43,7 @@ def test_celery_tasks_on_redis_are_shown_grouped_and_filtered_and_never_written(
     assert {m["framework"] for m in shown.values()} == {"celery"}
     assert (shown[charges[1]]["task"], shown[charges[1]]["args"]) == ("capp.charge", '"order-1", 10')
     assert shown[resizes[0]]["args"] == '"cat.png", width=64' and shown[resizes[0]]["retries"] == 0
+    assert shown[resizes[0]]["sent_to"] == queue  # kombu's delivery_info; Celery records no time sent
 
     code, doc, _ = tq("dead-letters", name, "--group-by", "task_type")  # groups whatever waits there
     assert doc["groups"] == [

@@ -144,6 +144,7 @@ def test_celery_on_redis_is_read_through_kombus_envelope(
     summary = summarise(Message(body=stored))
     assert (summary.framework, summary.id, summary.task) == ("celery", sent.id, "capp.mail")
     assert summary.args == '"ann@example.com", subject="hi"' and summary.retries == 0
+    assert summary.sent_to == queue  # kombu's delivery_info
 
 
 # -- RQ: a job hash, its pickled data never read -----------------------------------------------------------

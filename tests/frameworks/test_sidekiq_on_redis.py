@@ -85,8 +85,9 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     code, doc, _ = tq("dead-letters", "sidekiq:retry", "--group-by", "error")
     assert groups_of(doc, "error")["Net::ReadTimeout: t"] >= 1
 
-    code, doc, _ = tq("replay", "sidekiq:dead", "--dry-run", "--filter", f"task_type={charge}")
+    code, doc, err = tq("replay", "sidekiq:dead", "--dry-run", "--filter", f"task_type={charge}")
     assert (code, doc["matched"], doc["moved"]) == (0, 3, 0)
+    assert "dry run only; a real run is refused: sidekiq:dead is a Sidekiq queue" in err
     code, doc, _ = tq("replay", "sidekiq:dead", "--dry-run", "--filter", f"id={unique}d9")
     assert doc["matched"] == 1
 
