@@ -68,6 +68,8 @@ def test_rq_jobs_in_the_failed_job_registry_are_shown_grouped_filtered_and_left_
         {"error": "TimeoutError: resizing cat.png took too long", "count": 1},
         {"error": "TimeoutError: resizing dog.png took too long", "count": 1},
     ]
+    code, doc, _ = tq("dead-letters", failed)  # by reason: RQ records none, and says where to look
+    assert doc["groups"] == [{"reason": "(not recorded by rq: try --group-by error)", "count": 5}]
     code, doc, _ = tq("replay", failed, "--dry-run", "--filter", "task_type=rq_jobs.resize")
     assert (code, doc["matched"], doc["moved"], doc["dry_run"]) == (0, 2, 0, True)
     code, doc, _ = tq("replay", failed, "--dry-run", "--filter", f"id={charges[2]}")

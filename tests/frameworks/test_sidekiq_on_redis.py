@@ -82,6 +82,8 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     code, doc, _ = tq("dead-letters", "sidekiq:dead", "--group-by", "error")
     assert groups_of(doc, "error")[f"Net::ReadTimeout: Net::ReadTimeout with #<TCPSocket {unique}>"] == 1
     assert groups_of(doc, "error")["Stripe::CardError: Your card was declined."] >= 3
+    code, doc, _ = tq("dead-letters", "sidekiq:dead")
+    assert groups_of(doc, "reason")["(not recorded by sidekiq: try --group-by error)"] >= 4
     code, doc, _ = tq("dead-letters", "sidekiq:retry", "--group-by", "error")
     assert groups_of(doc, "error")["Net::ReadTimeout: t"] >= 1
 
