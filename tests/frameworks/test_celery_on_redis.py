@@ -74,5 +74,6 @@ def test_celery_tasks_on_redis_are_shown_grouped_and_filtered_and_never_written(
     code, doc, _ = tq("queues")
     row = {q["name"]: q for q in doc["queues"]}[name]
     assert (row["messages"], row["dlq"]) == (0, None)
+    assert tq("dead-letters", name, "--group-by", "task_type")[1]["groups"] == []
     left = b"".join([*redis_keys.hvals("unacked"), *(k for k in redis_keys.scan_iter("*"))])
     assert not any(task_id.encode() in left for task_id in [*charges, *resizes])
