@@ -440,12 +440,13 @@ def _to_stats(
         )
     depth = sum(c or 0 for c in counts)
     dlq_messages = depth_of.get(f.dlq) if f.dlq else None
+    waiting = f.name in ("sidekiq:retry", "sidekiq:scheduled")  # each job waits for its time: none is ready
     return QueueStats(
         messages=depth + unacked,
-        ready=depth,
+        ready=0 if waiting else depth,
         unacked=unacked,
         consumers=None,
-        delayed=depth if f.name in ("sidekiq:retry", "sidekiq:scheduled") else None,
+        delayed=depth if waiting else None,
         dlq=f.dlq if dlq_messages is not None else None,
         dlq_messages=dlq_messages,
         **common,

@@ -62,7 +62,9 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     row = listed[f"sidekiq:{queue}"]
     assert (code, row["type"], row["messages"], row["dlq"]) == (0, "sidekiq", 2, "sidekiq:dead")
     assert 59 <= row["oldest_age_s"] < 600  # Sidekiq's latency: the oldest job's enqueued_at
-    assert listed["sidekiq:dead"]["messages"] >= 4 and listed["sidekiq:retry"]["delayed"] >= 1
+    assert listed["sidekiq:dead"]["messages"] >= 4 and listed["sidekiq:dead"]["ready"] >= 4
+    retry = listed["sidekiq:retry"]
+    assert (retry["ready"], retry["delayed"]) == (0, retry["messages"]) and retry["delayed"] >= 1
     assert row["read_only"].startswith("a Sidekiq queue")
 
     code, doc, _ = tq("peek", f"sidekiq:{queue}")
