@@ -1,7 +1,8 @@
 """Sidekiq users' jobs on Redis, written with redis-py in the JSON format Sidekiq's wiki documents (Job
-Format) where Sidekiq keeps them: ``queue:<name>`` lists named in ``queues``, and the ``retry`` and ``dead``
-sorted sets. tqadmin's CLI shows, groups and filters them by Sidekiq's jid, class and error; every write is
-refused in one line naming Sidekiq's own API, and nothing in Redis changes.
+Format: Sidekiq 7's float seconds, Sidekiq 8's milliseconds, an ActiveJob among them) where Sidekiq keeps it:
+``queue:<name>`` lists named in ``queues``, and the ``retry`` and ``dead`` sorted sets. tqadmin's CLI shows,
+groups and filters them by Sidekiq's jid, class and error; every write is refused in one line naming
+Sidekiq's own API, and nothing in Redis changes.
 
 The sets are shared by every Sidekiq queue of the database, so this test's classes carry its token and
 its groups are looked for among whatever else is there.
@@ -49,6 +50,17 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     waiting = [sidekiq_job(mail, f"{unique}w{i}", queue, [f"user-{i}@example.com", i]) for i in range(2)]
     dead = [sidekiq_job(charge, f"{unique}d{i}", queue, [f"order-{i}", 5], **declined) for i in range(3)]
     dead.append(sidekiq_job(mail, f"{unique}d9", queue, ["x@example.com"], **timeout))
+    active_job = {  # Sidekiq 8 (times in integer milliseconds) running a Rails ActiveJob
+        "class": "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
+        "wrapped": f"T{unique}::ChargeJob",
+        "jid": f"{unique}d8",
+        "queue": queue,
+        "args": [{"job_class": f"T{unique}::ChargeJob", "arguments": ["order-8", 30], "executions": 1}],
+        "created_at": 1735689600000,
+        "enqueued_at": 1735689600500,
+        **failed("Stripe::CardError", "Your card was declined.", 25),
+    }
+    dead.append(json.dumps(active_job).encode())
     retrying = sidekiq_job(
         mail, f"{unique}r0", queue, ["y@example.com"], **failed("Net::ReadTimeout", "t", 2)
     )
@@ -62,7 +74,7 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     row = listed[f"sidekiq:{queue}"]
     assert (code, row["type"], row["messages"], row["dlq"]) == (0, "sidekiq", 2, "sidekiq:dead")
     assert 59 <= row["oldest_age_s"] < 600  # Sidekiq's latency: the oldest job's enqueued_at
-    assert listed["sidekiq:dead"]["messages"] >= 4 and listed["sidekiq:dead"]["ready"] >= 4
+    assert listed["sidekiq:dead"]["messages"] >= 5 and listed["sidekiq:dead"]["ready"] >= 5
     retry = listed["sidekiq:retry"]
     assert (retry["ready"], retry["delayed"]) == (0, retry["messages"]) and retry["delayed"] >= 1
     assert row["read_only"].startswith("a Sidekiq queue")
@@ -78,14 +90,18 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     assert shown[f"{unique}d1"]["error"] == "Stripe::CardError: Your card was declined."
     assert shown[f"{unique}d1"]["retries"] == 25
     assert json.loads(shown[f"{unique}d1"]["body"]) == json.loads(dead[1])  # the job as Sidekiq stored it
+    wrapped = shown[f"{unique}d8"]
+    assert (wrapped["task"], wrapped["args"]) == (f"T{unique}::ChargeJob", '"order-8", 30')
+    assert wrapped["sent_at"] == "2025-01-01T00:00:00.500Z"
 
     code, doc, _ = tq("dead-letters", "sidekiq:dead", "--group-by", "task_type")
-    assert (groups_of(doc, "task_type")[charge], groups_of(doc, "task_type")[mail]) == (3, 1)
+    by_task = groups_of(doc, "task_type")
+    assert (by_task[charge], by_task[mail], by_task[f"T{unique}::ChargeJob"]) == (3, 1, 1)
     code, doc, _ = tq("dead-letters", "sidekiq:dead", "--group-by", "error")
     assert groups_of(doc, "error")[f"Net::ReadTimeout: Net::ReadTimeout with #<TCPSocket {unique}>"] == 1
-    assert groups_of(doc, "error")["Stripe::CardError: Your card was declined."] >= 3
+    assert groups_of(doc, "error")["Stripe::CardError: Your card was declined."] >= 4
     code, doc, _ = tq("dead-letters", "sidekiq:dead")
-    assert groups_of(doc, "reason")["(not recorded by sidekiq: try --group-by error)"] >= 4
+    assert groups_of(doc, "reason")["(not recorded by sidekiq: try --group-by error)"] >= 5
     code, doc, _ = tq("dead-letters", "sidekiq:retry", "--group-by", "error")
     assert groups_of(doc, "error")["Net::ReadTimeout: t"] >= 1
 
