@@ -98,6 +98,19 @@ class NotSupported(BrokerError):
     """The broker plugin does not offer this operation (see its ``Capabilities``)."""
 
 
+class QueueReadOnly(NotSupported):
+    """A write to a queue that tqadmin shows but never writes (another framework's), refused before anything
+    was written: exit 6, as in read-only mode, because for a script it is the same outcome (nothing sent)."""
+
+    exit_code = ExitCode.READ_ONLY
+
+    def __init__(self, queue: str, reason: str, action: str | None = None) -> None:
+        refused = f"{action} refused: " if action else ""
+        super().__init__(f"{refused}{queue} is {reason}; nothing was written")
+        self.queue = queue
+        self.reason = reason
+
+
 class PartialFailure(TqadminError):
     """Some of the work was done; the report says what was not."""
 

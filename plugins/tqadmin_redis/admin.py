@@ -1,7 +1,8 @@
 """The admin face of Redis: figures from one pipeline of ``XINFO`` calls, messages through the streams.
 
 tqadmin's own queues come from the registry set; queues of other frameworks (:mod:`.foreign`) are listed
-beside them, read-only. A write addressed to one of those raises :class:`NotSupported` with the reason.
+beside them, read-only. A write addressed to one of those raises :class:`QueueReadOnly` with the reason
+and the framework's own tool to use instead.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from tqadmin.errors import NotSupported, QueueNotFound
+from tqadmin.errors import QueueNotFound, QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing, QueueStats
@@ -228,16 +229,19 @@ class RedisAdmin(BrokerAdmin):
         self._refuse_foreign(queue)
         return self.conn.layout.queue(queue)
 
-    def _refuse_foreign(self, queue: str) -> None:
+    def read_only_reason(self, queue: str) -> str | None:
         """Another framework's queue is never written; nor is a name of that form not found (yet)."""
         if not queue.startswith(FOREIGN_PREFIXES):
-            return
+            return None
         foreign = self.foreign.find(queue)
-        if foreign is not None:
-            raise NotSupported(f"{queue} is {foreign.read_only}")
-        raise NotSupported(
-            f"{queue} names another framework's queue on Redis, and tqadmin never writes those"
-        )
+        if foreign is None:
+            return "the name of another framework's queue on Redis, and tqadmin never writes those"
+        return f"{foreign.read_only}; {foreign.instead}"
+
+    def _refuse_foreign(self, queue: str) -> None:
+        reason = self.read_only_reason(queue)
+        if reason is not None:
+            raise QueueReadOnly(queue, reason)
 
     def close(self) -> None:
         if self._conn is not None:

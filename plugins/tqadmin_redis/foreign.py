@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tqadmin.errors import NotSupported
+from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message, QueueStats
 from tqadmin.store.redis_client import text
@@ -46,11 +46,16 @@ READ_ONLY = {
     CELERY: "a Celery (kombu) queue: Celery's workers keep its unacked messages in kombu's own hash, so"
     " tqadmin only shows and peeks it",
     RQ: "an RQ queue: RQ keeps each job in a hash with registries beside it, so tqadmin only shows and"
-    " peeks it (use rq's own tools to requeue)",
+    " peeks it",
     SIDEKIQ: "a Sidekiq queue: Sidekiq keeps its retries and dead jobs in its own sets, so tqadmin only shows"
     " and peeks it",
     STREAM: "a stream another application reads with its own consumer groups: tqadmin only shows and"
     " peeks it",
+}
+SIDEKIQ_SET_API = {  # shown name -> (Sidekiq's API class, its Web UI tab, what sends a job back)
+    "sidekiq:retry": ("RetrySet", "Retries", "retry"),
+    "sidekiq:scheduled": ("ScheduledSet", "Scheduled", "add_to_queue"),
+    "sidekiq:dead": ("DeadSet", "Dead", "retry"),
 }
 
 
@@ -72,6 +77,40 @@ class Foreign:
     @property
     def read_only(self) -> str:
         return READ_ONLY[self.kind]
+
+    def refusal(self) -> QueueReadOnly:
+        return QueueReadOnly(self.name, f"{self.read_only}; {self.instead}")
+
+    @property
+    def instead(self) -> str:
+        """The framework's own tool for what tqadmin refuses to write here, named for this queue."""
+        if self.kind == CELERY:
+            queue = self.keys[0].removeprefix((self.started or "").removesuffix("unacked"))
+            return (
+                f"use Celery's own tools: `celery -A APP purge -Q {queue}` empties it, `celery -A APP control"
+                " revoke TASK_ID` drops one task, `app.send_task(NAME, args, queue=...)` sends one again"
+            )
+        if self.kind == RQ:
+            queue = self.keys[0].removeprefix("rq:failed:").removeprefix("rq:queue:")
+            resend = (
+                f"`rq requeue --queue {queue} JOB_ID` (or `--all`) sends failed jobs back to {queue}"
+                if self.key_type == "zset"
+                else f"`rq empty {queue}` empties it"
+            )
+            return f"use RQ's own tools: {resend}, `Job.fetch(JOB_ID, connection=redis).delete()` deletes one"
+        if self.kind == SIDEKIQ and self.name in SIDEKIQ_SET_API:
+            api, tab, resend = SIDEKIQ_SET_API[self.name]
+            return (
+                f"use Sidekiq's Web UI ({tab} tab) or its API: `Sidekiq::{api}.new.find_job(JID).{resend}`"
+                " (or `.delete`)"
+            )
+        if self.kind == SIDEKIQ:
+            queue = self.keys[0].removeprefix("queue:")
+            return (
+                f"use Sidekiq's Web UI (Queues tab) or its API: `Sidekiq::Queue.new({json.dumps(queue)})"
+                ".find_job(JID).delete` (`.clear` empties it)"
+            )
+        return "write through the application that owns its consumer groups (its own XACK and XDEL)"
 
 
 class ForeignSession(TransferSession):
@@ -96,10 +135,10 @@ class ForeignSession(TransferSession):
         return [Delivery(m, None) for m in messages]
 
     def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
-        raise NotSupported(f"{self._foreign.name} is {self._foreign.read_only}")
+        raise self._foreign.refusal()
 
     def ack(self, deliveries: Sequence[Delivery]) -> None:
-        raise NotSupported(f"{self._foreign.name} is {self._foreign.read_only}")
+        raise self._foreign.refusal()
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
         """Nothing was taken: nothing to give back."""
@@ -401,12 +440,13 @@ def _to_stats(
         )
     depth = sum(c or 0 for c in counts)
     dlq_messages = depth_of.get(f.dlq) if f.dlq else None
+    waiting = f.name in ("sidekiq:retry", "sidekiq:scheduled")  # each job waits for its time: none is ready
     return QueueStats(
         messages=depth + unacked,
-        ready=depth,
+        ready=0 if waiting else depth,
         unacked=unacked,
         consumers=None,
-        delayed=depth if f.name in ("sidekiq:retry", "sidekiq:scheduled") else None,
+        delayed=depth if waiting else None,
         dlq=f.dlq if dlq_messages is not None else None,
         dlq_messages=dlq_messages,
         **common,

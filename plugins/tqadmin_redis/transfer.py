@@ -31,7 +31,7 @@ RENEW_EVERY_S = ADMIN_LEASE_S / 3
 CHUNK = 1000
 
 ForeignCheck = Callable[[str], None]
-"""Raises NotSupported when a queue name is another framework's (writes to it are refused)."""
+"""Raises QueueReadOnly when a queue name is another framework's (writes to it are refused)."""
 
 
 class RedisTransferSession(TransferSession):

@@ -8,16 +8,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pika
-from celery_tasks import make_app
+from celery_tasks import AMQP_URL, make_app
 
 from tests.conftest import AmqpQueues
 
 HERE = Path(__file__).parent
+SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues")  # RQ's and Sidekiq's sets of every queue and worker
+SHARED_SORTED_SETS = (b"dead", b"retry", b"schedule")  # Sidekiq's, shared by every queue
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
@@ -67,28 +69,61 @@ class CeleryOnRabbit:
         """``apply_async`` as a user calls it; the task id."""
         return str(self.app.tasks[task].apply_async(args, kwargs).id)
 
-    @contextmanager
-    def worker(self) -> Iterator[subprocess.Popen[bytes]]:
-        """A Celery worker (solo pool) in its own process on the work queue, stopped warm at the end."""
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-            "TQT_CELERY_QUEUE": self.queue,
-            "TQT_CELERY_DLQ": self.dlq,
-            "TQT_CELERY_RUNS": str(self.runs),
-        }
-        command = [sys.executable, "-m", "celery", "-A", "celery_tasks", "worker", "--pool=solo"]
-        command += ["-Q", self.queue, "-n", f"{self.queue}@%h", "--without-gossip", "--without-mingle"]
-        command += ["--without-heartbeat", "-l", "INFO"]
-        with self.log.open("ab") as log:
-            process = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=self.log.parent)
+    def worker(self) -> AbstractContextManager[subprocess.Popen[bytes]]:
+        """A Celery worker on the work queue, consuming once RabbitMQ counts it."""
+        return celery_worker(
+            self.queue, self.dlq, self.runs, self.log, AMQP_URL, lambda: self.rabbit.consumers(self.queue) > 0
+        )
+
+
+@contextmanager
+def celery_worker(
+    queue: str, dlq: str, runs: Path, log: Path, broker: str, consuming: Callable[[], bool]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A Celery worker (solo pool) of :mod:`celery_tasks` in its own process on ``queue``, yielded once
+    ``consuming`` says it is, and stopped warm at the end."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "TQT_CELERY_QUEUE": queue,
+        "TQT_CELERY_DLQ": dlq,
+        "TQT_CELERY_RUNS": str(runs),
+        "TQT_CELERY_BROKER": broker,
+    }
+    command = [sys.executable, "-m", "celery", "-A", "celery_tasks", "worker", "--pool=solo"]
+    command += ["-Q", queue, "-n", f"{queue}@%h", "--without-gossip", "--without-mingle"]
+    command += ["--without-heartbeat", "-l", "INFO"]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=out, cwd=log.parent)
+    try:
+        wait_for(consuming, "the Celery worker to consume", 60)
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
         try:
-            wait_for(lambda: self.rabbit.consumers(self.queue) > 0, "the Celery worker to consume", 60)
-            yield process
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def redis_state(client: Any, unique: str) -> dict[bytes, Any]:
+    """What Redis holds of one test: every key naming ``unique`` (``DUMP``ed, so any change shows) and the
+    members naming it of the sets and sorted sets the frameworks share (with their scores)."""
+    token = unique.encode()
+    state: dict[bytes, Any] = {key: client.dump(key) for key in client.scan_iter(f"*{unique}*")}
+    for key in SHARED_SETS:
+        state[key] = sorted(m for m in client.smembers(key) if token in m)
+    for key in SHARED_SORTED_SETS:
+        state[key] = sorted((m, s) for m, s in client.zrange(key, 0, -1, withscores=True) if token in m)
+    return state
+
+
+def assert_refused(result: tuple[int, Any, str], *instead: str) -> None:
+    """A write tqadmin refused: exit 6, nothing on stdout, one line on stderr that says it was refused,
+    names what to use instead (each of ``instead``) and that nothing was written."""
+    code, document, err = result
+    lines = err.strip().splitlines()
+    assert (code, document, len(lines)) == (6, None, 1), err
+    assert " refused: " in lines[0] and lines[0].endswith("; nothing was written"), err
+    assert all(text in lines[0] for text in instead), err

@@ -27,32 +27,12 @@ from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
-RQ_THROTTLE = "rq:clean_groups"
 
 
 def peeked(queue: str, count: int) -> tuple[Message, ...]:
     """The messages as tqadmin's RabbitMQ plugin hands them to every command."""
     with RabbitMQPlugin().admin(BrokerConfig(url=AMQP_URL)) as admin:
         return admin.peek(queue, count).messages
-
-
-@pytest.fixture
-def redis_keys(unique: str) -> Iterator[redis.Redis]:
-    """A Redis client; every key naming this test's unique token is deleted afterwards, and so is the
-    throttle key an RQ worker leaves (``rq:clean_groups``) if it was not there before."""
-    client = redis.Redis.from_url(REDIS_URL)
-    had_throttle = bool(client.exists(RQ_THROTTLE))
-    yield client
-    names: list[Any] = list(client.scan_iter(f"*{unique}*"))
-    if not had_throttle:
-        names.append(RQ_THROTTLE)
-    for queue_set in (b"rq:queues", b"rq:workers"):
-        for member in client.smembers(queue_set):
-            if unique.encode() in member:
-                client.srem(queue_set, member)
-    if names:
-        client.delete(*names)
-    client.close()
 
 
 # -- Celery on RabbitMQ -----------------------------------------------------------------------------------
@@ -164,6 +144,7 @@ def test_celery_on_redis_is_read_through_kombus_envelope(
     summary = summarise(Message(body=stored))
     assert (summary.framework, summary.id, summary.task) == ("celery", sent.id, "capp.mail")
     assert summary.args == '"ann@example.com", subject="hi"' and summary.retries == 0
+    assert summary.sent_to == queue  # kombu's delivery_info
 
 
 # -- RQ: a job hash, its pickled data never read -----------------------------------------------------------

@@ -35,3 +35,21 @@ def test_control_characters_in_queue_names_are_escaped() -> None:
     listing = QueueListing((QueueStats("evil\x1b[2Jname", 0, 0, 0, 0),))
     text = render(listing)
     assert "\x1b" not in text and "evil\\x1b[2Jname" in text
+
+
+def test_read_only_queues_are_named_under_the_table_once_per_reason() -> None:
+    rq_reason = "an RQ queue: RQ keeps each job in a hash, so tqadmin only shows and peeks it"
+    listing = QueueListing(
+        (
+            QueueStats("orders", 1, 1, 0, 1),
+            QueueStats("rq:mail", 2, 2, 0, 0, read_only=rq_reason),
+            QueueStats("rq:mail:failed", 5, 5, 0, None, read_only=rq_reason),
+            QueueStats("sidekiq:dead\x1b[2J", 4, 4, 0, None, read_only="a Sidekiq queue"),
+        ),
+    )
+    lines = render(listing).splitlines()
+    assert lines[-2:] == [
+        f"read-only rq:mail, rq:mail:failed: {rq_reason}",
+        "read-only sidekiq:dead\\x1b[2J: a Sidekiq queue",
+    ]
+    assert not any(line.startswith("read-only orders") for line in lines)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.errors import MessageNotFound
-from tqadmin.frameworks import summarise
+from tqadmin.frameworks import TQADMIN, UNKNOWN, summarise
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, DeathRecord, Message
 
@@ -64,12 +64,15 @@ def group_key(message: Message, by: str, deaths: Deaths = no_deaths) -> str:
     value = message.headers.get(header)
     if value is not None:
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    if by == "error" and (error := summarise(message).error) is not None:  # what its framework recorded
-        return error
+    summary = summarise(message)
+    if by == "error" and summary.error is not None:  # what its framework recorded
+        return summary.error
     latest = next(iter(deaths(message)), None)
     if latest is not None:
         reason = latest.reason or "unknown"
         return f"{reason} (by the broker)" if by == "reason" else f"dead-lettered by the broker: {reason}"
+    if by == "reason" and summary.framework not in (TQADMIN, UNKNOWN):  # RQ and Sidekiq keep the error only
+        return f"(not recorded by {summary.framework}: try --group-by error)"
     return "(unknown)"
 
 

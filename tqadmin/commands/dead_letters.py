@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin.scan import GROUP_FIELDS, dead_letter_groups
-from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.context import CommandContext, printable, table
 from tqadmin.plugin.capabilities import Operation
 
 
@@ -19,5 +19,12 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         admin.capabilities.require(Operation.PEEK)
         groups = dead_letter_groups(admin.open_transfer(args.queue), args.group_by, admin.deaths)
     document = {"queue": args.queue, "groups": [{args.group_by: key, "count": n} for key, n in groups]}
-    ctx.emit(document, lambda: table([args.group_by.upper(), "COUNT"], [[k, n] for k, n in groups]))
+    ctx.emit(
+        document,
+        lambda: (
+            table([args.group_by.upper(), "COUNT"], [[k, n] for k, n in groups])
+            if groups
+            else f"no messages in {printable(args.queue)}"
+        ),
+    )
     return 0

@@ -20,5 +20,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.settings.require_writable("delete")
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.DELETE)
+        admin.require_writable("delete", args.queue)
         report = delete_by_id(admin.open_transfer(args.queue), args.queue, args.job_id)
     return ctx.finish(report)

@@ -22,5 +22,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     messages = read_messages(args.file)
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.IMPORT)
+        admin.require_writable("import", args.queue)
         outcome = import_messages(admin.open_transfer(args.queue), args.queue, messages, str(args.file))
     return finish(ctx, outcome)

@@ -11,6 +11,7 @@ from tqadmin.commands.transfer_options import (
     check_target,
     finish,
     plan_from,
+    require_writable_queues,
     require_writable_unless_dry_run,
     run_client_side,
     run_server_side,
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     check_target("move", args.source, args.target)
     plan = plan_from(args, action="move", source=args.source, target=args.target, route=to_queue(args.target))
     with ctx.admin() as admin:
+        require_writable_queues(admin, ctx, args, "move", args.source, args.target)
         if want_server_side(args):
             report = run_server_side(admin, ctx, "move", args.source, args.target, limit=args.limit)
             if report is not None:

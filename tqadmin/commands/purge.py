@@ -34,6 +34,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         confirm(args.queue)
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.PURGE)
+        admin.require_writable("purge", args.queue)
         if args.backup is not None:
             return finish(ctx, purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup))
         purged = admin.purge(args.queue)

@@ -79,6 +79,11 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
         f"{COLUMN_OF.get(figure, figure)}: - (unavailable: {why})"
         for figure, why in (unavailable or {}).items()
     ]
+    read_only: dict[str, list[str]] = {}  # another framework's queues, by the reason tqadmin only shows them
+    for q in listing.queues:
+        if q.read_only:
+            read_only.setdefault(q.read_only, []).append(q.name)
+    lines += [printable(f"read-only {', '.join(names)}: {why}") for why, names in read_only.items()]
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from tqadmin.commands.transfer_options import (
     check_target,
     finish,
     plan_from,
+    require_writable_queues,
     require_writable_unless_dry_run,
     run_client_side,
     run_redrive,
@@ -62,6 +63,7 @@ def _replay(
     args: argparse.Namespace, ctx: CommandContext, already_done: Callable[[Sequence[str]], set[str]] | None
 ) -> int:
     with ctx.admin() as admin:
+        require_writable_queues(admin, ctx, args, "replay", args.source, args.to)
         plan = plan_from(
             args,
             action="replay",

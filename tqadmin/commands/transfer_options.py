@@ -15,7 +15,7 @@ from tqadmin.admin.filters import parse_filter
 from tqadmin.admin.transfer import Route, TransferOutcome, TransferPlan, transfer
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import PartialFailure, UsageError
+from tqadmin.errors import PartialFailure, QueueReadOnly, UsageError
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.models import ActionReport, Message
 
@@ -74,6 +74,19 @@ def require_writable_unless_dry_run(args: argparse.Namespace, ctx: CommandContex
     """Writes are refused in read-only mode before connecting; a dry run writes nothing, so it may look."""
     if not args.dry_run:
         ctx.settings.require_writable(action)
+
+
+def require_writable_queues(
+    admin: BrokerAdmin, ctx: CommandContext, args: argparse.Namespace, action: str, *queues: str | None
+) -> None:
+    """A run that would write to a queue tqadmin only shows is refused before anything is read; a dry run
+    only reads, so it still counts what would be selected, and says that the real run would be refused."""
+    try:
+        admin.require_writable(action, *queues)
+    except QueueReadOnly as refusal:
+        if not args.dry_run:
+            raise
+        ctx.progress(f"{action}: dry run only; a real run is refused: {refusal.queue} is {refusal.reason}")
 
 
 def run_server_side(

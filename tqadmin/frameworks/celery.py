@@ -5,7 +5,8 @@ the older protocol 1 where it costs nothing.
   in the body, ``[args, kwargs, embed]`` as JSON (or pickle, msgpack, YAML: then ``argsrepr``/``kwargsrepr``
   stand in, and the body is never decoded).
 - On Redis kombu stores each message as a JSON envelope: ``{"body": <base64>, "headers": {...},
-  "properties": {"body_encoding": "base64", "delivery_info": {...}, ...}, "content-type": ...}``.
+  "properties": {"body_encoding": "base64", "delivery_info": {...}, ...}, "content-type": ...}``; its
+  ``delivery_info`` names the queue it was sent to (``routing_key``).
 - Protocol 1 is one JSON object: ``{"task", "id", "args", "kwargs", "retries", "eta", ...}``.
 
 Celery writes no failure into the message (that lives in its result backend) and no time it was sent.
@@ -13,6 +14,7 @@ Celery writes no failure into the message (that lives in its result backend) and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tqadmin.frameworks.decoding import as_text, count, name, unbase64
@@ -71,7 +73,11 @@ def _from_kombu_envelope(parts: MessageParts) -> JobSummary | None:
     if body is None:
         return None
     inner = MessageParts(headers, body)
-    return protocol2(inner) or protocol1(inner)
+    summary = protocol2(inner) or protocol1(inner)
+    delivery = properties.get("delivery_info")
+    if summary is None or not isinstance(delivery, dict):
+        return summary
+    return replace(summary, sent_to=name(delivery.get("routing_key")))
 
 
 def _repr_preview(args: Any, kwargs: Any) -> str | None:

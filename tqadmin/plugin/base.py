@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from tqadmin.errors import NotSupported
+from tqadmin.errors import NotSupported, QueueReadOnly
 from tqadmin.masking import mask_text, mask_url
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
@@ -163,6 +163,19 @@ class BrokerAdmin(Closing):
     def queue_exists(self, queue: str) -> bool:
         """Whether ``queue`` exists; the default looks it up in :meth:`list_queues`."""
         return any(q.name == queue for q in self.list_queues().queues)
+
+    def read_only_reason(self, queue: str) -> str | None:
+        """Why ``queue`` may be shown but never written (another framework owns it), and what to use
+        instead; ``None`` for a queue tqadmin may write (every queue, by default)."""
+        return None
+
+    def require_writable(self, action: str, *queues: str | None) -> None:
+        """Refuse ``action`` before it reads or writes anything when one of ``queues`` is read-only here,
+        so the user gets the reason in one line instead of a run whose every copy fails."""
+        for queue in filter(None, queues):
+            reason = self.read_only_reason(queue)
+            if reason is not None:
+                raise QueueReadOnly(queue, reason, action)
 
     def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
         """The times the broker itself dead-lettered ``message``, newest first, as this broker records
