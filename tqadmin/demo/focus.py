@@ -56,6 +56,12 @@ class FocusedAdmin(BrokerAdmin):
     def queue_exists(self, queue: str) -> bool:
         return self.inner.queue_exists(queue)
 
+    def read_only_reason(self, queue: str) -> str | None:
+        return self.inner.read_only_reason(queue)
+
+    def require_writable(self, action: str, *queues: str | None) -> None:
+        self.inner.require_writable(action, *queues)
+
     def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
         return self.inner.deaths(message)
 
