@@ -35,6 +35,7 @@ FAKE_CAPABILITIES = Capabilities(
         "fake broker, modelled on RabbitMQ: peek gets and requeues, which marks the messages redelivered and"
         " counts a delivery; order is kept"
     ),
+    broker_headers=frozenset({"x-death"}),
 )
 TASK_TYPES = ("resize_image", "send_email", "generate_report")
 ERRORS = (
@@ -109,7 +110,11 @@ class FakeAdmin(BrokerAdmin):
         return Message(body=body, headers=headers, id=original.id, properties={"routing_key": f"{queue}.dlq"})
 
     def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
-        """Modelled on RabbitMQ: a worker's dead letter was rejected once in its original queue."""
+        """Modelled on RabbitMQ: a worker's dead letter was rejected once in its original queue; another
+        framework's message carries the broker's own ``x-death`` records."""
+        recorded = message.headers.get("x-death")
+        if isinstance(recorded, list):
+            return tuple(DeathRecord(d["queue"], d["reason"], d["count"], d["time"], ()) for d in recorded)
         queue = message.headers.get("x-tq-original-queue")
         if not isinstance(queue, str):
             return ()

@@ -6,6 +6,7 @@ A scene is a way to build the app plus the keys that bring it to one screen; wai
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from textual.pilot import Pilot
 
 from tqadmin.config import Settings, Thresholds
 from tqadmin.errors import Unreachable
+from tqadmin.plugin.models import Message
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.fake import FROZEN_NOW, FakeAdmin, FakeCron, FakeTelemetry
 
@@ -124,12 +126,21 @@ async def _detail(pilot: Pilot[Any]) -> None:
     await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
 
 
+def _inspect(queue: str) -> Steps:
+    """The first message of ``queue`` in the inspector."""
+
+    async def steps(pilot: Pilot[Any]) -> None:
+        await _overview(pilot)
+        await pilot.press("slash", *queue, "enter", "enter")
+        await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
+        await pilot.press("enter")
+        await pilot.pause()
+
+    return steps
+
+
 async def _inspector(pilot: Pilot[Any]) -> None:
-    await _overview(pilot)
-    await pilot.press("slash", *"orders.dlq", "enter", "enter")
-    await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
-    await pilot.press("enter")
-    await pilot.pause()
+    await _inspect("orders.dlq")(pilot)
 
 
 async def _dead_letters(pilot: Pilot[Any]) -> None:
@@ -170,6 +181,42 @@ async def _broker_down(pilot: Pilot[Any]) -> None:
     await until(pilot, lambda: app.poll_state.error is not None)
 
 
+def _celery_task(task: str, task_id: str, args: list[Any], kwargs: dict[str, Any]) -> Message:
+    """A Celery protocol 2 task as a RabbitMQ dead-letter exchange leaves it after a worker rejected it."""
+    headers = {
+        "lang": "py",
+        "task": task,
+        "id": task_id,
+        "root_id": task_id,
+        "parent_id": None,
+        "group": None,
+        "retries": 2,
+        "eta": None,
+        "expires": None,
+        "timelimit": [None, None],
+        "argsrepr": repr(tuple(args)),
+        "kwargsrepr": repr(kwargs),
+        "origin": "gen4242@shop-web-1",
+        "ignore_result": False,
+        "x-death": [{"count": 1, "reason": "rejected", "queue": "shop", "time": "2026-05-28T20:18:00+00:00"}],
+    }
+    embed = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+    body = json.dumps([args, kwargs, embed]).encode()
+    properties = {"content_type": "application/json", "correlation_id": task_id, "routing_key": "shop.dlq"}
+    return Message(body=body, headers=headers, id=task_id, properties=properties)
+
+
+def _celery() -> FakeAdmin:
+    """A Celery application's queue and its dead letters, beside tqadmin's own."""
+    fake = FakeAdmin(queues=["orders", "shop"])
+    fake.messages["shop.dlq"] = [
+        _celery_task("shop.tasks.charge", "5f1c9a2e-0b7d-4c1e-9d43-7a61c2e0f001", ["order-1017", 4999], {}),
+        _celery_task("shop.tasks.resize", "5f1c9a2e-0b7d-4c1e-9d43-7a61c2e0f002", ["cat.png"], {"width": 64}),
+    ]
+    fake.backlog["shop.dlq"] = 0
+    return fake
+
+
 def _hostile() -> FakeAdmin:
     return FakeAdmin(queues=["orders", "[bold red]x[/]\x1b[31m", "[link=http://evil]click[/link]"])
 
@@ -178,6 +225,7 @@ SCENES: tuple[Scene, ...] = (
     Scene("overview", _overview),
     Scene("queue-detail", _detail),
     Scene("message-inspector", _inspector),
+    Scene("celery-inspector", _inspect("shop.dlq"), fake=_celery),
     Scene("dead-letters", _dead_letters),
     Scene("replay-group-dry-run", _replay_group),
     Scene("purge-confirm", _purge_confirm),
