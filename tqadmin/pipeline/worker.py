@@ -292,38 +292,51 @@ class Worker:
         On a store failure the marked runs count as failed runs and the fresh deliveries go back, as one
         delivery's would; the worker pauses before the next trip."""
         assert self.store is not None
-        decoded = [d for d in (self._decode(consumer, f) for f in trip.fresh if consumer.alive(f)) if d]
+        settled: set[int] = set()  # fresh deliveries already dead-lettered (or gone with their channel)
+        decoded: list[_Decoded] = []
         ready: list[_Decoded] = []
         suspects: list[_Decoded] = []
         unrun: list[_Decoded] = []
-        done: list[bool] = []
         try:
-            try:
-                done, claims = self._store_trip(_claims(trip.marks), decoded)
-                for item, claim in zip(decoded, claims, strict=True):
-                    item.claim = claim
-                    if claim.state is not ClaimState.CLAIMED or self._quarantined(claim):
-                        unrun.append(item)
-                    elif claim.crashes:
-                        self._count_trip()
-                        self.store.release(claim)  # it waits holding no claim, then claims again alone
-                        item.claim = None
-                        suspects.append(item)
-                    else:
-                        ready.append(item)
-            finally:
-                self._handoff.landed(ready, suspects)
+            for fresh in trip.fresh:
+                item = self._decode(consumer, fresh) if consumer.alive(fresh) else None
+                if item is None:
+                    settled.add(id(fresh))
+                else:
+                    decoded.append(item)
+            done, claims = self._store_trip(_claims(trip.marks), decoded)
+            for item, claim in zip(decoded, claims, strict=True):
+                item.claim = claim
+                if claim.state is not ClaimState.CLAIMED or self._quarantined(claim):
+                    unrun.append(item)
+                elif claim.crashes:
+                    self._count_trip()
+                    self.store.release(claim)  # it waits holding no claim, then claims again alone
+                    item.claim = None
+                    suspects.append(item)
+                else:
+                    ready.append(item)
         except Exception as exc:
+            self._handoff.landed(ready, suspects)
             for run in trip.marks:
                 self._settle_commit(consumer, run, exc)
-            consumer.release([d.delivery for d in decoded if d not in ready and d not in suspects])
+            settled.update(id(item.delivery) for item in ready + suspects)
+            self._give_back(consumer, [f for f in trip.fresh if id(f) not in settled])
             self._trouble(exc)
             return
+        self._handoff.landed(ready, suspects)
         for run, ok in zip(trip.marks, done, strict=True):
-            self._settle_commit(consumer, run, ok)
+            self._guarded(consumer, run.delivery, self._settle_commit, run, ok)
         for item in unrun:
-            assert item.claim is not None
             self._guarded(consumer, item.delivery, self._settle_unrun, item)
+
+    def _give_back(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
+        """Release deliveries after a failure; if the broker is gone too, it has them back already."""
+        try:
+            if deliveries:
+                consumer.release(deliveries)
+        except (TqadminError, OSError) as exc:
+            self._warn_trouble(exc)
 
     def _trouble(self, exc: Exception) -> None:
         """The store or the broker failed: warn and pause; anything else is a bug that stops the worker."""
