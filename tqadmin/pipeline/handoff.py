@@ -8,9 +8,9 @@ back a *suspect*: its claim is given back and it runs later *solo*, with a claim
 beside it (:mod:`tqadmin.pipeline.gate`), so a further crash is charged to it alone. While a suspect waits or
 runs no fresh delivery is claimed, so the suspect is the only job of the process holding a claim.
 
-Trips go out when the ready jobs run low (fewer than the job threads) or enough items have piled up: jobs
-get claimed ahead of need, and marks wait for a trip a little, never longer than it takes the ready jobs to
-run low. Idle job threads are woken only when work appears for them (a thread waking costs more than a
+Trips go out when the ready jobs run low (fewer than the job threads), when enough items have piled up, or
+at stop: jobs get claimed ahead of need, and marks wait for a trip a little, never longer than it takes the
+ready jobs to run low. Idle job threads are woken only when work appears for them (a thread waking costs more than a
 no-op job), never once per delivery.
 """
 
@@ -99,7 +99,8 @@ class Handoff(Generic[D, R, M]):
         may_claim = not (self._stopping or self._suspects or self._solo)
         fresh = len(self._fresh) if may_claim else 0
         pending = fresh + len(self._marks)
-        if pending and not self._on_wire and (len(self._ready) < self._low or pending >= self._batch):
+        soon = self._stopping or len(self._ready) < self._low or pending >= self._batch
+        if pending and not self._on_wire and soon:
             self._on_wire = True
             trip: Trip[D, M] = Trip(self._fresh if fresh else [], self._marks)
             if fresh:
