@@ -10,8 +10,8 @@ runs no fresh delivery is claimed, so the suspect is the only job of the process
 
 Trips go out when the ready jobs run low (fewer than the job threads), when enough items have piled up, or
 at stop: jobs get claimed ahead of need, and marks wait for a trip a little, never longer than it takes the
-ready jobs to run low. Idle job threads are woken only when work appears for them (a thread waking costs more than a
-no-op job), never once per delivery.
+ready jobs to run low. Idle job threads are woken only when work appears for them (a thread waking costs
+more than a no-op job), never once per delivery.
 """
 
 from __future__ import annotations
