@@ -82,7 +82,7 @@ def tqadmin_redis(prefix: str, jobs: int, extra: list[str], queue: str = "tq") -
 
 
 def run(
-    jobs: int = 20000, concurrency: int = 8, dedup_concurrency: int = 32, prefetch: int = 256
+    jobs: int = 20000, concurrency: int = 8, dedup_concurrency: int = 8, prefetch: int = 256
 ) -> list[Row]:
     tag = uuid.uuid4().hex[:8]
     client = redis.Redis.from_url(REDIS_URL)

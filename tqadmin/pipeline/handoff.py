@@ -114,7 +114,7 @@ class Handoff(Generic[D, R, M]):
             if self._ready and self._idle:
                 self._changed.notify()  # pass the wake-up on: one thread each, as long as jobs are ready
             return Take(item, solo=False)
-        if self._suspects and not self._solo and not self._on_wire:
+        if self._suspects and not (self._solo or self._on_wire or self._marks):  # neighbours settled
             self._solo = True
             return Take(self._suspects.popleft(), solo=True)
         return None

@@ -533,30 +533,46 @@ class Worker:
             if run.abandoned:  # timed out: the monitor already settled it and released the claim
                 return _ABANDONED
             del self._running[threading.get_ident()]
+        deferred = False
+        try:
+            if failure is None:
+                effect = ctx.combined_effect()
+                if effect is None and run.claim is not None:
+                    deferred = True  # its mark goes out with a coming round trip; it holds the gate till then
+                    return run
+                try:
+                    failure = self._commit(run, effect)
+                except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
+                    failure = (Failure.TRANSIENT, exc)
+            self._settle(consumer, run, failure)
+            return None
+        finally:
+            if not deferred:
+                self._over(run)
+
+    def _over(self, run: _Run) -> None:
+        """``run`` is settled: a suspect waiting to run alone may start once every run beside it is.
+
+        Not earlier: a suspect that kills the process while a neighbour's retry or completion mark is still on
+        its way would make the neighbour run again, and charge it a crash when it held a claim."""
+        with self._lock:
             self._leave_gate(run)
-        if failure is None:
-            effect = ctx.combined_effect()
-            if effect is None and run.claim is not None:
-                return run  # its completion mark rides with the thread's next claim
-            try:
-                failure = self._commit(run, effect)
-            except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
-                failure = (Failure.TRANSIENT, exc)
-        self._settle(consumer, run, failure)
-        return None
 
     def _settle_commit(self, consumer: Consumer, run: _Run, done: bool | Exception | None) -> None:
         """Settle a run whose completion mark went out with a claim: ``done`` is the store's answer, or what
         the round trip raised (a failed run, as when a commit fails)."""
-        if isinstance(done, Exception):
-            try:
-                self._settle(consumer, run, (Failure.TRANSIENT, done))
-            except Exception:  # the store is gone: give the delivery back (the caller reports why)
-                consumer.release([run.delivery])
-            return
-        if not done:
-            self._superseded(run)
-        self._settle(consumer, run, None)
+        try:
+            if isinstance(done, Exception):
+                try:
+                    self._settle(consumer, run, (Failure.TRANSIENT, done))
+                except Exception:  # the store is gone: give the delivery back (the caller reports why)
+                    consumer.release([run.delivery])
+                return
+            if not done:
+                self._superseded(run)
+            self._settle(consumer, run, None)
+        finally:
+            self._over(run)
 
     def _settle(self, consumer: Consumer, run: _Run, failure: tuple[Failure, BaseException] | None) -> None:
         self.telemetry.finished(self.settings.queue, run.job.task_type, run.run_s, ok=failure is None)
