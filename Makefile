@@ -34,6 +34,7 @@ test: setup services
 
 bench: setup services
 	$(PIN) $(BIN)/pip install --quiet --disable-pip-version-check -e '.[all,dev,bench]'
+	$(BIN)/python bench/worker.py
 	$(BIN)/python bench/worker_sqlite.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py

@@ -1,39 +1,59 @@
-"""Worker and publisher throughput on the local RabbitMQ: tqadmin against Celery, Dramatiq and raw pika.
+"""Worker throughput, dedup off and on, on every broker the worker supports, against Celery, in one run.
 
-One run, same broker, same machine. Each consumer drains a queue pre-filled with N no-op jobs; its rate is
-measured from its first consumed message to the empty queue (start-up excluded), by polling the queue depth.
-The publisher is measured publishing N jobs with confirms, against pika's publish-and-wait-each loop.
+For each broker (``--brokers``: rabbitmq, sqlite, redis) `tqadmin worker` drains a queue pre-filled with N
+no-op jobs with the completion store off (``--no-dedup``) and on; beside each rate, the store round trips per
+job the worker counted (its last heartbeat's ``store_round_trips`` over N: claims, completion marks,
+renewals and heartbeats). The baseline is Celery ``--pool solo`` (acks_late) on RabbitMQ, and on Redis too
+where the broker is Redis. Every contender runs ``--rounds`` times in turn and the median is shown (as
+bench/move.py does), so a burst of load on the shared machine does not fall on one contender only. Stores:
+Redis for RabbitMQ and Redis (a prefix of its own per run), the queue's own file for SQLite.
 
-    python bench/worker.py [--jobs N] [--concurrency C] [--dedup-concurrency C] [--prefetch P]
+SQS has its own benchmark (bench/worker_sqs.py, on moto's server: API calls per job); the peers of each
+broker (Dramatiq, RQ, Huey, raw client loops) are in bench/worker_redis.py and bench/worker_sqlite.py, and for
+RabbitMQ here, after the rounds, unless ``--skip-peers``: the publisher against pika's publish-and-wait-each
+loop, a raw pika consumer and Dramatiq.
 
-With dedup on, every job costs a claim and a completion in Redis; the worker's job threads group-commit
-those (calls made while a batch is on the wire go out together as the next batch), so more threads mean
-fewer round trips per job: that run uses ``--dedup-concurrency`` threads.
+    python bench/worker.py [--jobs N] [--rounds R] [--brokers rabbitmq,sqlite,redis] [--skip-peers]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
+import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pika
+from drain import (
+    AMQP,
+    APPS,
+    STORE_URL,
+    Sample,
+    arguments,
+    celery_solo,
+    delete_store_keys,
+    drain_rate,
+    fill_celery,
+    median,
+    print_ratios,
+    spawn,
+    tqadmin_sample,
+    tqadmin_worker,
+)
 from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
 from tqadmin.plugin.base import BrokerConfig
 
-AMQP = "amqp://guest:guest@127.0.0.1:5672/%2F"
-STORE_URL = "redis://127.0.0.1:6379/0"
-HERE = Path(__file__).parent
-APPS = HERE / "worker_apps"
+BROKERS = ("rabbitmq", "sqlite", "redis")
+TQ_OFF, TQ_ON = "tqadmin worker, dedup off", "tqadmin worker, dedup on"
+CELERY, CELERY_REDIS = "Celery --pool solo, acks_late (RabbitMQ)", "Celery on Redis, --pool solo, acks_late"
+TRIPS_TARGET = 0.1
 
 
 def transport():
@@ -51,6 +71,11 @@ class Broker:
     def depth(self, queue: str) -> int:
         return int(self.channel.queue_declare(queue, passive=True).method.message_count)
 
+    def new_queue(self, kind: str) -> str:
+        queue = f"bench_{kind}_{uuid.uuid4().hex[:8]}"
+        self.created.append(queue)
+        return queue
+
     def delete_all(self) -> None:
         for name in self.created:
             for suffix in ("", ".dlq", ".DQ", ".XQ"):
@@ -60,58 +85,11 @@ class Broker:
         self.connection.close()
 
 
-def delete_store_keys(prefix: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(STORE_URL)
-    keys = list(client.scan_iter(f"*{prefix}*", count=1000))
-    for start in range(0, len(keys), 1000):
-        client.delete(*keys[start : start + 1000])
-    client.close()
-
-
 def transport_tiers(queues: list[str]) -> list[str]:
     from tqadmin_rabbitmq.naming import tier_queue
     from tqadmin_rabbitmq.tiers import DelayTiers
 
     return [tier_queue(q, t) for q in queues for t in DelayTiers.up_to(60).tiers_s if t > 0]
-
-
-def drain_rate(broker: Broker, queue: str, total: int, start: Callable[[], subprocess.Popen[bytes]]) -> float:
-    """Start a consumer on a queue holding ``total`` jobs; jobs/s from its first take to the empty queue."""
-    process = start()
-    try:
-        first_at = None
-        taken_at_first = 0
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            ready = broker.depth(queue)
-            now = time.perf_counter()
-            if first_at is None and ready < total:
-                first_at, taken_at_first = now, total - ready
-            if ready == 0 and first_at is not None:
-                return (total - taken_at_first) / (now - first_at)
-            time.sleep(0.02)
-        raise SystemExit(f"{queue} did not drain")
-    finally:
-        stop_process(process)
-
-
-def stop_process(process: subprocess.Popen[bytes], grace_s: float = 20) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within ``grace_s``."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def spawn(*command: str, env: dict[str, str] | None = None) -> Callable[[], subprocess.Popen[bytes]]:
-    full_env = {**os.environ, "PYTHONPATH": str(APPS), **(env or {})}
-    return lambda: subprocess.Popen(
-        command, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
 
 
 def fill_tqadmin(queue: str, total: int) -> float:
@@ -138,132 +116,183 @@ def publish_confirm_each(queue: str, total: int) -> float:
     return total / elapsed
 
 
-def report(title: str, rows: list[tuple[str, float]], ratios: list[tuple[str, float, float | None]]) -> None:
-    """Print a worker benchmark's rates and its ratios against their targets (bench/worker_*.py)."""
-    print(f"\n{title}\n")
-    width = max(len(label) for label, _ in rows)
-    for label, rate in rows:
-        print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
-    print("\nratios")
-    width = max(len(label) for label, _, _ in ratios)
-    for label, ratio, target in ratios:
-        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
-        print(f"  {label:<{width}}  {ratio:5.2f}x  {goal}")
+class Run:
+    """One benchmark run: the RabbitMQ connection, the store prefix, the options, and clean-up."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.tag = uuid.uuid4().hex[:8]
+        self.rabbit = Broker()
+        self.runs = 0
+
+    def worker_options(self, dedup: bool) -> list[str]:
+        a = self.args
+        threads = a.dedup_concurrency if dedup else a.concurrency
+        return [
+            "--prefetch",
+            str(a.prefetch),
+            "--concurrency",
+            str(threads),
+            *([] if dedup else ["--no-dedup"]),
+        ]
+
+    def rabbitmq(self, dedup: bool) -> Sample:
+        queue = self.rabbit.new_queue("tq")
+        fill_tqadmin(queue, self.args.jobs)
+        self.runs += 1
+        store = f"{STORE_URL}?prefix=bench-{self.tag}-{self.runs}"
+        command = tqadmin_worker(AMQP, store, queue, *self.worker_options(dedup))
+        return tqadmin_sample(self.rabbit, queue, self.args.jobs, command, store)
+
+    def sqlite(self, dedup: bool) -> Sample:
+        from worker_sqlite import tqadmin_rate
+
+        with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as folder:
+            return tqadmin_rate(Path(folder) / "queue.db", self.args.jobs, self.worker_options(dedup))
+
+    def redis(self, dedup: bool) -> Sample:
+        from worker_redis import tqadmin_redis
+
+        self.runs += 1
+        return tqadmin_redis(f"bench-{self.tag}-{self.runs}", self.args.jobs, self.worker_options(dedup))
+
+    def celery(self) -> Sample:
+        queue = self.rabbit.new_queue("celery")
+        env = {"BENCH_QUEUE": queue, "BENCH_PREFETCH": str(self.args.prefetch)}
+        fill_celery(env, self.args.jobs)
+        return Sample(drain_rate(self.rabbit, queue, self.args.jobs, celery_solo(queue, env)))
+
+    def celery_redis(self) -> Sample:
+        from worker_redis import celery_rate
+
+        self.runs += 1
+        return Sample(
+            celery_rate(f"bench-{self.tag}-{self.runs}-celery:", self.args.jobs, self.args.prefetch)
+        )
+
+    def contenders(self) -> dict[tuple[str, str], Callable[[], Sample]]:
+        found: dict[tuple[str, str], Callable[[], Sample]] = {("rabbitmq", CELERY): self.celery}
+        for broker in self.args.brokers:
+            measure = getattr(self, broker)
+            found[broker, TQ_OFF] = lambda m=measure: m(False)
+            found[broker, TQ_ON] = lambda m=measure: m(True)
+            if broker == "redis":
+                found[broker, CELERY_REDIS] = self.celery_redis
+        return found
+
+    def peers(self) -> dict[str, float]:
+        n, prefetch = self.args.jobs, str(self.args.prefetch)
+        rates: dict[str, float] = {}
+        rates["tqadmin publish (windowed confirms)"] = fill_tqadmin(self.rabbit.new_queue("pub"), n)
+        raw = self.rabbit.new_queue("pubraw")
+        rates["pika publish, confirm each"] = publish_confirm_each(raw, max(n // 4, 1000))
+        queue = self.rabbit.new_queue("pika")
+        fill_tqadmin(queue, n)
+        consumer = spawn(sys.executable, str(APPS / "pika_consumer.py"), queue, prefetch)
+        rates["raw pika consumer"] = drain_rate(self.rabbit, queue, n, consumer)
+        queue = self.rabbit.new_queue("dramatiq")
+        fill = f"import dramatiq_app\nfor _ in range({n}): dramatiq_app.noop.send()"
+        spawn(sys.executable, "-c", fill, env={"BENCH_QUEUE": queue})().wait()
+        dramatiq = spawn(
+            sys.executable, "-m", "dramatiq", "dramatiq_app", "--processes", "1", env={"BENCH_QUEUE": queue}
+        )
+        rates["Dramatiq, 1 process"] = drain_rate(self.rabbit, queue, n, dramatiq)
+        return rates
+
+    def close(self) -> None:
+        self.rabbit.delete_all()
+        delete_store_keys(f"bench-{self.tag}")
 
 
-def arguments(description: str) -> argparse.ArgumentParser:
-    """The options every worker benchmark takes (bench/worker_redis.py too)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--jobs", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=8, help="tqadmin worker job threads, dedup off")
-    parser.add_argument("--dedup-concurrency", type=int, default=32, help="job threads, dedup on")
-    parser.add_argument("--prefetch", type=int, default=256, help="prefetch of every consumer")
-    return parser
+def print_table(results: dict[tuple[str, str], Sample], args: argparse.Namespace) -> None:
+    print(
+        f"\n{args.jobs} no-op jobs, median of {args.rounds} runs in turn on a shared machine"
+        f" (figures are noisy); threads: {args.concurrency} dedup off, {args.dedup_concurrency} dedup on;"
+        f" prefetch {args.prefetch}\n"
+    )
+    width = max(len(label) for _, label in results)
+    print(f"  {'broker':<9} {'':<{width}}  {'jobs/s':>9}  store round trips/job")
+    for (broker, label), sample in results.items():
+        trips = "" if sample.trips_per_job is None else f"{sample.trips_per_job:8.3f}"
+        print(f"  {broker:<9} {label:<{width}}  {sample.rate:>9,.0f}  {trips}")
+    celery = results["rabbitmq", CELERY].rate
+    ratios: list[tuple[str, float, float | None]] = []
+    for broker in args.brokers:
+        off, on = results[broker, TQ_OFF], results[broker, TQ_ON]
+        ratios += [
+            (f"{broker}: dedup on  / Celery solo", on.rate / celery, 2.0),
+            (f"{broker}: dedup on  / dedup off", on.rate / off.rate, 0.7),
+            (f"{broker}: dedup off / Celery solo", off.rate / celery, 3.0),
+        ]
+        if broker == "redis":
+            on_redis = results[broker, CELERY_REDIS].rate
+            ratios += [
+                (f"{broker}: dedup on  / Celery on Redis", on.rate / on_redis, 2.0),
+                (f"{broker}: dedup off / Celery on Redis", off.rate / on_redis, 3.0),
+            ]
+    print_ratios(ratios)
+    print("\nstore round trips per job, dedup on")
+    for broker in args.brokers:
+        trips = results[broker, TQ_ON].trips_per_job or 0.0
+        met = "met" if trips <= TRIPS_TARGET else "MISSED"
+        print(f"  {broker:<9} {trips:6.3f}  (target <= {TRIPS_TARGET:g}: {met})")
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0]).parse_args()
-    n, prefetch = args.jobs, str(args.prefetch)
-    tag = uuid.uuid4().hex[:8]
-    broker = Broker()
-    results: dict[str, float] = {}
-    store = f"{STORE_URL}?prefix=bench-{tag}"  # the run's claims and heartbeats, deleted at the end
-    tq = [sys.executable, "-m", "tqadmin.cli", "--store", store, "worker", "--tasks", "tq_tasks"]
-    tq += ["--prefetch", prefetch]
+    parser = arguments(__doc__.splitlines()[0])
+    parser.set_defaults(jobs=10000)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs of each contender, in turn (median shown)"
+    )
+    parser.add_argument(
+        "--brokers", default=",".join(BROKERS), help="comma-separated, of " + ", ".join(BROKERS)
+    )
+    parser.add_argument("--skip-peers", action="store_true", help="no publisher, raw pika or Dramatiq runs")
+    args = parser.parse_args()
+    args.brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
+    unknown = sorted(set(args.brokers) - set(BROKERS))
+    if unknown:
+        parser.error(f"unknown broker {', '.join(unknown)}: choose among {', '.join(BROKERS)}")
+    run = Run(args)
+    samples: dict[tuple[str, str], list[Sample]] = {}
+    peers: dict[str, float] = {}
     try:
-        queue = f"bench_pub_{tag}"
-        broker.created.append(queue)
-        results["tqadmin publish (windowed confirms)"] = fill_tqadmin(queue, n)
-        queue = f"bench_pubraw_{tag}"
-        broker.created.append(queue)
-        results["pika publish, confirm each"] = publish_confirm_each(queue, max(n // 4, 1000))
-
-        queue = f"bench_pika_{tag}"
-        broker.created.append(queue)
-        fill_tqadmin(queue, n)
-        results["raw pika consumer"] = drain_rate(
-            broker, queue, n, spawn(sys.executable, str(APPS / "pika_consumer.py"), queue, prefetch)
-        )
-        for label, extra in (
-            ("tqadmin worker, dedup off", ["--no-dedup", "--concurrency", str(args.concurrency)]),
-            ("tqadmin worker, dedup on", ["--concurrency", str(args.dedup_concurrency)]),
-        ):
-            queue = f"bench_tq{len(results)}_{tag}"
-            broker.created.append(queue)
-            fill_tqadmin(queue, n)
-            results[label] = drain_rate(broker, queue, n, spawn(*tq, "--queue", queue, *extra))
-
-        queue = f"bench_celery_{tag}"
-        broker.created.append(queue)
-        env = {"BENCH_QUEUE": queue, "BENCH_PREFETCH": prefetch}
-        os.environ.update(env)
-        sys.path.insert(0, str(APPS))
-        import celery_app
-
-        for _ in range(n):
-            celery_app.noop.apply_async(queue=queue)
-        celery = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "celery_app",
-            "worker",
-            "--pool",
-            "solo",
-            "-Q",
-            queue,
-            "--loglevel",
-            "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ]
-        results["Celery --pool solo, acks_late"] = drain_rate(broker, queue, n, spawn(*celery, env=env))
-
-        queue = f"bench_dramatiq_{tag}"
-        broker.created.append(queue)
-        os.environ["BENCH_QUEUE"] = queue
-        import dramatiq_app
-
-        for _ in range(n):
-            dramatiq_app.noop.send()
-        dramatiq_cmd = [sys.executable, "-m", "dramatiq", "dramatiq_app", "--processes", "1"]
-        results["Dramatiq, 1 process"] = drain_rate(
-            broker, queue, n, spawn(*dramatiq_cmd, env={"BENCH_QUEUE": queue})
-        )
+        contenders = run.contenders()
+        for round_no in range(args.rounds):
+            for (broker, label), measure in contenders.items():
+                sample = measure()
+                samples.setdefault((broker, label), []).append(sample)
+                trips = (
+                    "" if sample.trips_per_job is None else f", {sample.trips_per_job:.3f} round trips/job"
+                )
+                print(
+                    f"  round {round_no + 1}: {broker} {label}: {sample.rate:,.0f} jobs/s{trips}",
+                    file=sys.stderr,
+                )
+        if not args.skip_peers:
+            peers = run.peers()
     finally:
-        broker.delete_all()
-        delete_store_keys(f"bench-{tag}")
-
-    print(f"\n{n} no-op jobs, RabbitMQ on 127.0.0.1, one run on a shared machine (figures are noisy)\n")
-    width = max(map(len, results))
-    for label, rate in results.items():
-        print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
-    celery = results["Celery --pool solo, acks_late"]
-    print("\nratios")
-    ratios = [
-        ("tqadmin worker dedup off / Celery solo", results["tqadmin worker, dedup off"] / celery, 2.0),
-        ("tqadmin worker dedup on  / Celery solo", results["tqadmin worker, dedup on"] / celery, 1.2),
-        (
-            "tqadmin worker dedup off / Dramatiq",
-            results["tqadmin worker, dedup off"] / results["Dramatiq, 1 process"],
-            None,
-        ),
-        (
-            "tqadmin worker dedup off / raw pika",
-            results["tqadmin worker, dedup off"] / results["raw pika consumer"],
-            None,
-        ),
-        (
-            "tqadmin publish / pika confirm-each",
-            results["tqadmin publish (windowed confirms)"] / results["pika publish, confirm each"],
-            3.0,
-        ),
-    ]
-    for label, ratio, target in ratios:
-        goal = f"(target >= {target:g}x: {'met' if ratio >= target else 'MISSED'})" if target else ""
-        print(f"  {label:<40}  {ratio:5.2f}x  {goal}")
+        run.close()
+    print_table({key: median(found) for key, found in samples.items()}, args)
+    if peers:
+        celery = statistics.median(s.rate for s in samples["rabbitmq", CELERY])
+        print("\nRabbitMQ peers, one run\n")
+        width = max(map(len, peers))
+        for label, rate in peers.items():
+            print(f"  {label:<{width}}  {rate:>9,.0f} jobs/s")
+        off = statistics.median(s.rate for s in samples.get(("rabbitmq", TQ_OFF), [Sample(0.0)]))
+        print_ratios(
+            [
+                ("tqadmin dedup off / Dramatiq", off / peers["Dramatiq, 1 process"], None),
+                ("tqadmin dedup off / raw pika", off / peers["raw pika consumer"], None),
+                ("Celery solo / raw pika", celery / peers["raw pika consumer"], None),
+                (
+                    "tqadmin publish / pika confirm-each",
+                    peers["tqadmin publish (windowed confirms)"] / peers["pika publish, confirm each"],
+                    3.0,
+                ),
+            ]
+        )
 
 
 if __name__ == "__main__":

@@ -21,22 +21,31 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import redis
 
-HERE = Path(__file__).parent
-APPS = HERE / "worker_apps"
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(APPS))
+sys.path.insert(0, str(Path(__file__).parent))  # bench/ is not a package
 
-from worker import arguments, drain_rate, report, spawn  # noqa: E402 - bench/ is not a package
+from drain import (
+    APPS,
+    Left,
+    Sample,
+    arguments,
+    bench_path,
+    celery_solo,
+    drain_rate,
+    fill_celery,
+    report,
+    spawn,
+    tqadmin_sample,
+    tqadmin_worker,
+)
 
-from tqadmin.pipeline.job import new_job  # noqa: E402
-from tqadmin.pipeline.publisher import publish_jobs  # noqa: E402
-from tqadmin.plugin.base import BrokerConfig  # noqa: E402
-from tqadmin.plugin.registry import plugin_for_url  # noqa: E402
+from tqadmin.pipeline.job import new_job
+from tqadmin.pipeline.publisher import publish_jobs
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.registry import plugin_for_url
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 RQ_JOBS_MAX = 5000  # RQ is an order of magnitude slower: fewer jobs give its rate as well
@@ -53,19 +62,27 @@ CELERY, RQ, DRAMATIQ, RAW = (
 Row = tuple[str, float]
 """A consumer and its jobs per second."""
 
+bench_path()
 
-class Depth:
-    """What a consumer has left to do, read the way its framework keeps it (``drain_rate`` polls it)."""
 
-    def __init__(self, left: Callable[[], int]) -> None:
-        self._left = left
+def tqadmin_redis(prefix: str, jobs: int, extra: list[str], queue: str = "tq") -> Sample:
+    """`tqadmin worker` on a Redis stream, its store on the same Redis (bench/worker.py uses it too)."""
+    from tqadmin_redis.naming import Layout
 
-    def depth(self, _queue: str) -> int:
-        return self._left()
+    client = redis.Redis.from_url(REDIS_URL)
+    broker = f"{REDIS_URL}?prefix={prefix}"
+    store = f"{REDIS_URL}?prefix={prefix}-store"
+    fill_tqadmin(broker, queue, jobs)
+    stream = Layout(prefix).queue(queue).stream
+    left = Left(lambda: int(client.xlen(stream)))
+    try:
+        return tqadmin_sample(left, queue, jobs, tqadmin_worker(broker, store, queue, *extra), store)
+    finally:
+        client.close()
 
 
 def run(
-    jobs: int = 20000, concurrency: int = 8, dedup_concurrency: int = 32, prefetch: int = 256
+    jobs: int = 20000, concurrency: int = 8, dedup_concurrency: int = 8, prefetch: int = 256
 ) -> list[Row]:
     tag = uuid.uuid4().hex[:8]
     client = redis.Redis.from_url(REDIS_URL)
@@ -76,20 +93,13 @@ def run(
         from tqadmin_redis.naming import GROUP, Layout
 
         layout = Layout(prefix)
-        store = f"{REDIS_URL}?prefix={prefix}-store"
-        tq = [sys.executable, "-m", "tqadmin.cli", "--broker", broker, "--store", store, "worker"]
-        tq += ["--tasks", "tq_tasks", "--prefetch", str(prefetch)]
         for label, extra in (
             (TQ_OFF, ["--no-dedup", "--concurrency", str(concurrency)]),
             (TQ_ON, ["--concurrency", str(dedup_concurrency)]),
         ):
             queue = f"tq{len(rows)}"
-            fill_tqadmin(broker, queue, jobs)
-            stream = layout.queue(queue).stream
-            rate = drain_rate(
-                Depth(lambda s=stream: int(client.xlen(s))), queue, jobs, spawn(*tq, "--queue", queue, *extra)
-            )
-            rows.append((label, rate))
+            sample = tqadmin_redis(prefix, jobs, [*extra, "--prefetch", str(prefetch)], queue)
+            rows.append((label, sample.rate))
 
         queue = "raw"
         fill_tqadmin(broker, queue, jobs)
@@ -102,9 +112,9 @@ def run(
         consumer = spawn(
             sys.executable, str(APPS / "redis_stream_consumer.py"), stream, GROUP, str(prefetch), REDIS_URL
         )
-        rows.append((RAW, drain_rate(Depth(raw_left), queue, jobs, consumer)))
+        rows.append((RAW, drain_rate(Left(raw_left), queue, jobs, consumer)))
 
-        rows.append((CELERY, celery_rate(client, f"{prefix}-celery:", jobs, prefetch)))
+        rows.append((CELERY, celery_rate(f"{prefix}-celery:", jobs, prefetch)))
         rows.append((RQ, rq_rate(client, f"bench_rq_{tag}", min(jobs, RQ_JOBS_MAX))))
         rows.append((DRAMATIQ, dramatiq_rate(client, f"{prefix}-dramatiq", jobs)))
     finally:
@@ -125,7 +135,8 @@ def fill_tqadmin(broker: str, queue: str, total: int) -> None:
     assert report.all_confirmed, report.error
 
 
-def celery_rate(client: redis.Redis, keyprefix: str, jobs: int, prefetch: int) -> float:
+def celery_rate(keyprefix: str, jobs: int, prefetch: int) -> float:
+    """Celery's solo worker on its Redis transport, its keys under ``keyprefix`` (deleted by the caller)."""
     queue = "bench_celery"
     env = {
         "BENCH_QUEUE": queue,
@@ -133,16 +144,13 @@ def celery_rate(client: redis.Redis, keyprefix: str, jobs: int, prefetch: int) -
         "BENCH_BROKER": REDIS_URL,
         "BENCH_KEYPREFIX": keyprefix,
     }
-    os.environ.update(env)
-    import celery_app
-
-    for _ in range(jobs):
-        celery_app.noop.apply_async(queue=queue)
-    celery_app.app.close()
-    command = [sys.executable, "-m", "celery", "-A", "celery_app", "worker", "--pool", "solo", "-Q", queue]
-    command += ["--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"]
-    left = Depth(lambda: int(client.llen(keyprefix + queue)) + int(client.hlen(keyprefix + "unacked")))
-    return drain_rate(left, queue, jobs, spawn(*command, env=env))
+    fill_celery(env, jobs)
+    client = redis.Redis.from_url(REDIS_URL)
+    left = Left(lambda: int(client.llen(keyprefix + queue)) + int(client.hlen(keyprefix + "unacked")))
+    try:
+        return drain_rate(left, queue, jobs, celery_solo(queue, env))
+    finally:
+        client.close()
 
 
 def rq_rate(client: redis.Redis, queue: str, jobs: int) -> float:
@@ -154,7 +162,7 @@ def rq_rate(client: redis.Redis, queue: str, jobs: int) -> float:
     for _ in range(jobs):
         rq_queue.enqueue(rq_app.noop, pipeline=pipe)
     pipe.execute()
-    left = Depth(lambda: int(client.llen(f"rq:queue:{queue}")) + int(client.zcard(f"rq:wip:{queue}")))
+    left = Left(lambda: int(client.llen(f"rq:queue:{queue}")) + int(client.zcard(f"rq:wip:{queue}")))
     return drain_rate(left, queue, jobs, spawn(sys.executable, str(APPS / "rq_app.py"), queue, REDIS_URL))
 
 
@@ -167,7 +175,7 @@ def dramatiq_rate(client: redis.Redis, namespace: str, jobs: int) -> float:
     for _ in range(jobs):
         dramatiq_redis_app.noop.send()
     command = [sys.executable, "-m", "dramatiq", "dramatiq_redis_app", "--processes", "1"]
-    left = Depth(lambda: int(client.hlen(f"{namespace}:{queue}.msgs")))
+    left = Left(lambda: int(client.hlen(f"{namespace}:{queue}.msgs")))
     return drain_rate(left, queue, jobs, spawn(*command, env=env))
 
 

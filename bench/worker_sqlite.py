@@ -26,12 +26,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from worker import (
-    APPS,
-    drain_rate,
-    report,
-    spawn,
-)  # the RabbitMQ benchmark's way to time a consumer draining a queue
+from drain import APPS, Sample, drain_rate, report, spawn, tqadmin_sample, tqadmin_worker
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
@@ -58,25 +53,14 @@ class RowCount:
             return int(db.execute(self.sql).fetchone()[0])
 
 
-def tqadmin_rate(path: Path, total: int, extra: list[str]) -> float:
+def tqadmin_rate(path: Path, total: int, extra: list[str]) -> Sample:
+    """`tqadmin worker` on one SQLite file, its store on the same file (bench/worker.py uses it too)."""
     url = f"sqlite:///{path}"
     with plugin_for_url(url).transport(BrokerConfig(url=url, timeout_s=30)) as transport:
         report = publish_jobs(transport, [new_job("noop") for _ in range(total)], queue=QUEUE)
     assert report.all_confirmed, report.error
-    command = [
-        sys.executable,
-        "-m",
-        "tqadmin.cli",
-        "--broker",
-        url,
-        "--store",
-        url,
-        "worker",
-        "--queue",
-        QUEUE,
-    ]
     rows = RowCount(path, f"SELECT COUNT(*) FROM tqb_messages WHERE queue = '{QUEUE}'")
-    return drain_rate(rows, QUEUE, total, spawn(*command, "--tasks", "tq_tasks", *extra))
+    return tqadmin_sample(rows, QUEUE, total, tqadmin_worker(url, url, QUEUE, *extra), url)
 
 
 def huey_rate(path: Path, total: int, threads: int, sync: str) -> float:
@@ -109,8 +93,8 @@ def measure(
     worker = ["--concurrency", str(concurrency), "--prefetch", str(prefetch)]
     threads = min(concurrency, 8)
     contenders: dict[str, Callable[[Path], float]] = {
-        TQADMIN_WORKER: lambda path: tqadmin_rate(path, jobs, worker),
-        TQADMIN_NO_DEDUP: lambda path: tqadmin_rate(path, jobs, [*worker, "--no-dedup"]),
+        TQADMIN_WORKER: lambda path: tqadmin_rate(path, jobs, worker).rate,
+        TQADMIN_NO_DEDUP: lambda path: tqadmin_rate(path, jobs, [*worker, "--no-dedup"]).rate,
         HUEY: lambda path: huey_rate(path, jobs, threads, ""),
         HUEY_NORMAL: lambda path: huey_rate(path, jobs, threads, "normal"),
         PLAIN_LOOP: lambda path: plain_loop_rate(path, jobs),

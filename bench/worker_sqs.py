@@ -30,8 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the moto server the tests start, started the same way
 
+from drain import STORE_URL, delete_store_keys, stop_process  # noqa: E402 - bench/drain.py, beside this file
 from sqs_server import BROKER_URL, CREDENTIALS, MotoServer, client  # noqa: E402
-from worker import STORE_URL, delete_store_keys, stop_process  # noqa: E402 - bench/worker.py, beside this file
 
 TASKS = HERE / "worker_apps" / "tq_tasks.py"
 BATCH = 10

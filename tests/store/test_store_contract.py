@@ -167,3 +167,17 @@ def test_completing_and_claiming_together_marks_the_finished_jobs_then_claims_th
     assert [c.state for c in claims] == [ClaimState.CLAIMED, ClaimState.DONE]  # marked before the claims
     assert store.done_among(["c-ran", "c-stale", "c-next"]) == {"c-ran"}
     assert store.complete_and_claim([], [], "worker-a", 30) == ([], [])
+
+
+def test_a_batch_counts_a_lapsed_lease_as_a_crash_and_reports_the_live_holder(store: StateStore) -> None:
+    store.claim("k-lapsed", "worker-a", 0.05)
+    store.claim("k-live", "worker-a", 30)
+    time.sleep(0.2)  # the short lease runs out (a state change waited for, not a speed measured)
+    claims = store.claim_many(["k-lapsed", "k-live", "k-fresh"], "worker-b", 30)
+    assert [(c.state, c.crashes) for c in claims] == [
+        (ClaimState.CLAIMED, 1),
+        (ClaimState.HELD, 0),
+        (ClaimState.CLAIMED, 0),
+    ]
+    assert claims[1].owner == "worker-a" and claims[1].retry_after_s > 0
+    assert claims[0].token > 0 and claims[0].owner == "worker-b"

@@ -10,7 +10,8 @@ def test_counters_and_summaries_are_exposed_per_queue_and_task_type() -> None:
     telemetry.started("orders", "charge", 0.5)
     telemetry.finished("orders", "charge", 2.0, ok=True)
     telemetry.finished("orders", "charge", 2.0, ok=False)
-    text = render(WorkerSnapshot("w", "h", 1, ("orders",), 10.0, 20.0, ("job-1",), telemetry.read()))
+    snapshot = WorkerSnapshot("w", "h", 1, ("orders",), 10.0, 20.0, ("job-1",), telemetry.read(), 42)
+    text = render(snapshot)
     lines = text.splitlines()
     assert 'tqadmin_jobs_total{queue="orders",task_type="charge",outcome="done"} 1' in lines
     assert 'tqadmin_jobs_total{queue="orders",task_type="charge",outcome="failed"} 1' in lines
@@ -19,6 +20,8 @@ def test_counters_and_summaries_are_exposed_per_queue_and_task_type() -> None:
     [value] = [float(line.removeprefix(p99)) for line in lines if line.startswith(p99)]
     assert abs(value - 0.5) <= 0.01
     assert "tqadmin_worker_running_jobs 1" in lines
+    assert "tqadmin_worker_store_round_trips_total 42" in lines
+    assert WorkerSnapshot.decode(snapshot.encode()).store_round_trips == 42  # the heartbeat carries it too
     assert text.endswith("\n")
 
 

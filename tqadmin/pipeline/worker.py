@@ -5,7 +5,9 @@ Threads and who does what:
 - the calling (main) thread runs the transport's I/O loop, so AMQP heartbeats are served however long a job
   runs; it only hands deliveries to the job threads through an in-process queue;
 - ``concurrency`` job threads decode, claim, run the task, and settle the delivery (ack, retry-later or
-  dead-letter, each confirmed before the original is acked; see :mod:`tqadmin.plugin.transport`);
+  dead-letter, each confirmed before the original is acked; see :mod:`tqadmin.plugin.transport`); with the
+  completion store they claim the prefetch window and mark runs done in shared round trips
+  (:mod:`tqadmin.pipeline.handoff`);
 - one monitor thread renews the claims' leases (and, where the broker leases deliveries, the deliveries held,
   prefetched ones included), times runs out, and writes heartbeats with telemetry.
 
@@ -34,9 +36,9 @@ from typing import Any
 
 from tqadmin.errors import TqadminError
 from tqadmin.masking import mask_text
-from tqadmin.pipeline.batching import Coalescer
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.gate import SoloGate
+from tqadmin.pipeline.handoff import Handoff, Left, Trip
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job, with_header_retries
 from tqadmin.pipeline.retry import DeadLetter, Failure, Retry, RetryPolicy
@@ -53,9 +55,6 @@ log = logging.getLogger("tqadmin.worker")
 
 MALFORMED = "(malformed)"
 _ABANDONED = object()
-_StoreCall = tuple[Claim | None, str | None]
-"""A completion mark to send (the claim of a finished run) and a job id to claim, either optional."""
-_StoreAnswer = tuple[bool | None, Claim | None]
 _Outcome = Any
 """What handling a delivery left: None (settled), ``_ABANDONED``, or a ``_Run`` whose mark is to be sent."""
 STORE_RETRY_S = 1.0
@@ -92,6 +91,24 @@ class _Run:
     solo: bool | None = None  # how it holds the SoloGate: alone (True), beside others (False), not (None)
 
 
+@dataclass(slots=True, eq=False)
+class _Decoded:
+    """A delivery decoded into a job of a known task; ``claim`` is held while it waits to run (None for a
+    suspect, which gave its claim back)."""
+
+    delivery: Delivery
+    job: Job
+    spec: TaskSpec
+    claim: Claim | None = None
+
+
+def _claims(marks: Sequence[_Run]) -> list[Claim]:
+    """The claims of runs to mark done (every run on the store's path holds one)."""
+    claims = [run.claim for run in marks]
+    assert None not in claims
+    return claims  # type: ignore[return-value]
+
+
 class Worker:
     def __init__(
         self,
@@ -110,7 +127,12 @@ class Worker:
         self.telemetry = Telemetry()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.started_at = time.time()
-        self._inbox: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()  # without the store
+        self._claiming = settings.dedup and store is not None
+        n = settings.concurrency
+        self._handoff = Handoff[Delivery, _Decoded, _Run](
+            low=n, batch=max(n, settings.effective_prefetch // 4)
+        )
         self._lock = threading.Lock()
         self._running: dict[int, _Run] = {}  # thread ident -> its run
         self._threads: list[threading.Thread] = []
@@ -124,9 +146,7 @@ class Worker:
         self._gate = SoloGate()
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
-        # group commit: concurrent job threads share store round trips; a call carries a job's claim, the
-        # completion mark of the job its thread ran before, or both
-        self._store_calls = Coalescer[_StoreCall, _StoreAnswer](self._store_batch)
+        self._round_trips = 0  # store calls made, for the snapshot (round trips per job)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -172,16 +192,21 @@ class Worker:
             threading.Thread(target=self._drain, name="tq-drain", daemon=True).start()
 
     def _drain(self) -> None:
+        self._handoff.stop()
         for _ in range(len(self._threads)):
             self._inbox.put(None)
         for thread in list(self._threads):
             if thread.ident not in self._zombies:
                 thread.join()
-        self._release_unstarted()
         assert self._consumer is not None
-        self._consumer.drained()
+        try:
+            self._release_unstarted(self._consumer)
+        finally:
+            self._consumer.drained()
 
-    def _release_unstarted(self) -> None:
+    def _release_unstarted(self, consumer: Consumer) -> None:
+        """Give back what never ran: fresh and prefetched deliveries, and the claims of ready jobs (so their
+        leases do not run out and count a crash); marks a job thread could not send still go out."""
         left: list[Delivery] = []
         while True:
             try:
@@ -190,8 +215,22 @@ class Worker:
                 break
             if item is not None:
                 left.append(item)
-        if left and self._consumer is not None:
-            self._consumer.release(left)
+        held: Left[Delivery, _Decoded, _Run] = self._handoff.take_all()
+        left += held.fresh
+        left += [s.delivery for s in held.suspects]
+        try:
+            if held.marks:
+                self._send_marks(consumer, held.marks)
+            for ready in held.ready:
+                left.append(ready.delivery)
+                if ready.claim is not None and self.store is not None:
+                    self._count_trip()
+                    self.store.release(ready.claim)
+        except (TqadminError, OSError) as exc:  # the store is gone: the leases run out instead
+            self._warn_trouble(exc)
+            left += [r.delivery for r in held.ready if r.delivery not in left]
+        if left:
+            consumer.release(left)
 
     def _spawn(self, target: Callable[[], None]) -> None:
         thread = threading.Thread(target=target, name="tq-job", daemon=True)
@@ -205,46 +244,162 @@ class Worker:
         if self._stopping.is_set():
             assert self._consumer is not None
             self._consumer.release([delivery])
+        elif self._claiming:
+            self._handoff.offer(delivery)
         else:
             self._inbox.put(delivery)
 
     def _runner(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        finished: _Run | None = None  # ran fine; its completion mark goes out with the next claim
+        if self._claiming:
+            self._claiming_runner(consumer)
+            return
         while True:
-            if finished is not None:
-                delivery = self._waiting(consumer)
-                if delivery is None:  # no claim to share a round trip with: mark it done on its own now
-                    finished, done = None, finished
-                    self._guarded(consumer, None, self._complete_alone, done)
-                    continue
-            else:
-                delivery = self._inbox.get()
-                if delivery is None:
-                    return
-                if self._stopping.is_set():
-                    consumer.release([delivery])
-                    continue
-                if not consumer.alive(delivery):
-                    continue  # its channel died: the broker has already put it back
-            pending, finished = finished, None
-            outcome = self._guarded(consumer, delivery, self._handle, delivery, pending)
-            if outcome is _ABANDONED:
+            delivery = self._inbox.get()
+            if delivery is None:
+                return
+            if self._stopping.is_set():
+                consumer.release([delivery])
+                continue
+            if not consumer.alive(delivery):
+                continue  # its channel died: the broker has already put it back
+            if self._guarded(consumer, delivery, self._handle, delivery) is _ABANDONED:
                 return  # timed out: a replacement thread has taken this one's place
-            if isinstance(outcome, _Run):
-                finished = outcome
 
-    def _waiting(self, consumer: Consumer) -> Delivery | None:
-        """A delivery already waiting that can be handled now, or None (then left for the next turn)."""
+    def _claiming_runner(self, consumer: Consumer) -> None:
+        """A job thread with the completion store: takes trips, ready jobs and suspects from the handoff."""
+        while True:
+            step = self._handoff.next()
+            if step is None:
+                return
+            if isinstance(step, Trip):
+                self._trip(consumer, step)
+                continue
+            item = step.item
+            if step.solo:
+                outcome = self._guarded(consumer, item.delivery, self._run_solo, item)
+            else:
+                outcome = self._guarded(consumer, item.delivery, self._run_ready, item)
+            if outcome is _ABANDONED:
+                return
+            if isinstance(outcome, _Run):
+                self._handoff.finished(outcome)
+
+    def _trip(self, consumer: Consumer, trip: Trip[Delivery, _Run]) -> None:
+        """One store round trip: mark ``trip.marks`` done (then settle them) and claim the fresh deliveries.
+
+        On a store failure the marked runs count as failed runs and the fresh deliveries go back, as one
+        delivery's would; the worker pauses before the next trip."""
+        assert self.store is not None
+        settled: set[int] = set()  # fresh deliveries already dead-lettered (or gone with their channel)
+        decoded: list[_Decoded] = []
+        ready: list[_Decoded] = []
+        suspects: list[_Decoded] = []
+        unrun: list[_Decoded] = []
         try:
-            delivery = self._inbox.get_nowait()
-        except queue.Empty:
-            return None
-        if delivery is None or self._stopping.is_set() or not consumer.alive(delivery):
-            self._inbox.put(delivery)
-            return None
-        return delivery
+            for fresh in trip.fresh:
+                item = self._decode(consumer, fresh) if consumer.alive(fresh) else None
+                if item is None:
+                    settled.add(id(fresh))
+                else:
+                    decoded.append(item)
+            done, claims = self._store_trip(_claims(trip.marks), decoded)
+            for item, claim in zip(decoded, claims, strict=True):
+                item.claim = claim
+                if claim.state is not ClaimState.CLAIMED or self._quarantined(claim):
+                    unrun.append(item)
+                elif claim.crashes:
+                    self._count_trip()
+                    self.store.release(claim)  # it waits holding no claim, then claims again alone
+                    item.claim = None
+                    suspects.append(item)
+                else:
+                    ready.append(item)
+        except Exception as exc:
+            self._handoff.landed(ready, suspects)
+            for run in trip.marks:
+                self._settle_commit(consumer, run, exc)
+            settled.update(id(item.delivery) for item in ready + suspects)
+            self._give_back(consumer, [f for f in trip.fresh if id(f) not in settled])
+            self._trouble(exc)
+            return
+        self._handoff.landed(ready, suspects)
+        for run, ok in zip(trip.marks, done, strict=True):
+            self._guarded(consumer, run.delivery, self._settle_commit, run, ok)
+        for item in unrun:
+            self._guarded(consumer, item.delivery, self._settle_unrun, item)
+
+    def _give_back(self, consumer: Consumer, deliveries: list[Delivery]) -> None:
+        """Release deliveries after a failure; if the broker is gone too, it has them back already."""
+        try:
+            if deliveries:
+                consumer.release(deliveries)
+        except (TqadminError, OSError) as exc:
+            self._warn_trouble(exc)
+
+    def _trouble(self, exc: Exception) -> None:
+        """The store or the broker failed: warn and pause; anything else is a bug that stops the worker."""
+        if isinstance(exc, TqadminError | OSError):
+            self._warn_trouble(exc)
+            self._stopping.wait(STORE_RETRY_S)
+        else:
+            self._fail(exc)
+
+    def _store_trip(self, marks: list[Claim], items: list[_Decoded]) -> tuple[list[bool], list[Claim]]:
+        assert self.store is not None
+        self._count_trip()
+        job_ids = [item.job.id for item in items]
+        return self.store.complete_and_claim(marks, job_ids, self.worker_id, self.settings.lease_s)
+
+    def _count_trip(self) -> None:
+        with self._lock:
+            self._round_trips += 1
+
+    def _send_marks(self, consumer: Consumer, marks: list[_Run]) -> None:
+        """Mark finished runs done in one round trip and settle them (at stop, when no trip carried them)."""
+        try:
+            done, _ = self._store_trip(_claims(marks), [])
+        except Exception as exc:
+            for run in marks:
+                self._settle_commit(consumer, run, exc)
+            raise
+        for run, ok in zip(marks, done, strict=True):
+            self._settle_commit(consumer, run, ok)
+
+    def _quarantined(self, claim: Claim) -> bool:
+        return self.settings.policy.before_run(claim.crashes) is not None
+
+    def _settle_unrun(self, consumer: Consumer, item: _Decoded) -> None:
+        assert item.claim is not None
+        self._settled_unrun(consumer, item.delivery, item.job, item.claim)
+
+    def _run_ready(self, consumer: Consumer, item: _Decoded) -> _Outcome:
+        """Run a job claimed in a trip, beside the others."""
+        self._gate.enter(solo=False)
+        run = _Run(item.delivery, item.job, item.spec, item.claim, item.job.retry_count + 1, solo=False)
+        with self._lock:
+            self._running[threading.get_ident()] = run
+        return self._execute(consumer, run)
+
+    def _run_solo(self, consumer: Consumer, item: _Decoded) -> _Outcome:
+        """Run a suspect alone: once the running jobs are over, claim it again (it held no claim meanwhile)
+        and run it with nothing beside it, so a further crash is charged to it only."""
+        self._gate.enter(solo=True)
+        started = False
+        try:
+            _, (claim,) = self._store_trip([], [item])
+            if self._settled_unrun(consumer, item.delivery, item.job, claim):
+                return None
+            run = _Run(item.delivery, item.job, item.spec, claim, item.job.retry_count + 1, solo=True)
+            with self._lock:
+                self._running[threading.get_ident()] = run
+            started = True
+        finally:
+            if not started:
+                self._gate.leave(solo=True)
+                self._handoff.solo_over()
+        return self._execute(consumer, run)
 
     def _guarded(
         self, consumer: Consumer, delivery: Delivery | None, step: Callable[..., _Outcome], *args: Any
@@ -295,105 +450,31 @@ class Worker:
             log.info("%s", mask_text("".join(traceback.format_exception(bug))))
         self.request_stop()
 
-    def _handle(self, consumer: Consumer, delivery: Delivery, finished: _Run | None) -> _Outcome:
-        """Settle one delivery, and ``finished`` (marking it done in the same round trip as this delivery's
-        claim when it can; settled whatever happens). Returns ``_ABANDONED`` when the run timed out (this
-        thread must end), or a run that finished fine and whose completion mark is still to be sent."""
+    def _decode(self, consumer: Consumer, delivery: Delivery) -> _Decoded | None:
+        """The delivery's job and task, or None once it is dead-lettered (malformed, unknown task)."""
         try:
             job = decode_job(delivery.message.body, max_bytes=self.settings.max_payload_bytes)
             job = with_header_retries(job, delivery.message.headers)
         except MalformedJob as exc:
-            self._complete_alone(consumer, finished)
             self._dead_letter(consumer, delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
             return None
         spec = self.registry.get(job.task_type)
         if spec is None:
-            self._complete_alone(consumer, finished)
             known = ", ".join(self.registry.names())
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
             self._dead_letter(consumer, delivery, "unknown_task", error, job.retry_count, job.task_type)
             return None
-        if not self.settings.dedup or self.store is None:
-            if self._crash_looping(consumer, delivery, job):
-                return None
-            run = _Run(delivery, job, spec, None, job.retry_count + 1)
-            with self._lock:
-                self._running[threading.get_ident()] = run
-            return self._execute(consumer, run)
-        claim, solo = self._claim(consumer, job.id, finished)
-        started = False
-        try:
-            if self._settled_unrun(consumer, delivery, job, claim):
-                return None
-            run = _Run(delivery, job, spec, claim, job.retry_count + 1, solo=solo)
-            with self._lock:
-                self._running[threading.get_ident()] = run
-            started = True
-        finally:
-            if not started:
-                self._gate.leave(solo=solo)
+        return _Decoded(delivery, job, spec)
+
+    def _handle(self, consumer: Consumer, delivery: Delivery) -> _Outcome:
+        """Settle one delivery without the completion store; ``_ABANDONED`` when the run timed out."""
+        item = self._decode(consumer, delivery)
+        if item is None or self._crash_looping(consumer, delivery, item.job):
+            return None
+        run = _Run(delivery, item.job, item.spec, None, item.job.retry_count + 1)
+        with self._lock:
+            self._running[threading.get_ident()] = run
         return self._execute(consumer, run)
-
-    def _claim(self, consumer: Consumer, job_id: str, finished: _Run | None) -> tuple[Claim, bool]:
-        """Claim the job holding the :class:`SoloGate`, alone when it is a suspect; returns how it is held.
-        The claim carries ``finished``'s completion mark, settled (acked) as soon as the answer is back.
-
-        A suspect (a crash on record, not yet quarantined) first gives its claim back, so it holds none while
-        it waits for the others to finish, then claims again once alone (no crash is counted for either)."""
-        assert self.store is not None
-        solo = False
-        self._gate.enter(solo=solo)
-        try:
-            claim = self._claim_settling(consumer, job_id, finished)
-            suspect = claim.crashes and self.settings.policy.before_run(claim.crashes) is None
-            if claim.state is ClaimState.CLAIMED and suspect:
-                self.store.release(claim)
-                self._gate.leave(solo=solo)
-                solo = True
-                self._gate.enter(solo=solo)
-                claim = self._claim_settling(consumer, job_id, None)
-        except BaseException:
-            self._gate.leave(solo=solo)
-            raise
-        return claim, solo
-
-    def _claim_settling(self, consumer: Consumer, job_id: str, finished: _Run | None) -> Claim:
-        mark = None if finished is None else finished.claim
-        try:
-            done, claim = self._store_calls.call((mark, job_id))
-        except Exception as exc:
-            if finished is not None:
-                self._settle_commit(consumer, finished, exc)
-            raise
-        if finished is not None:
-            self._settle_commit(consumer, finished, done)
-        assert claim is not None
-        return claim
-
-    def _complete_alone(self, consumer: Consumer, finished: _Run | None) -> None:
-        """Send ``finished``'s completion mark in a round trip of its own, and settle it."""
-        if finished is None:
-            return
-        try:
-            done, _ = self._store_calls.call((finished.claim, None))
-        except Exception as exc:
-            self._settle_commit(consumer, finished, exc)
-            raise
-        self._settle_commit(consumer, finished, done)
-
-    def _store_batch(self, calls: Sequence[_StoreCall]) -> list[_StoreAnswer]:
-        assert self.store is not None
-        marks = [mark for mark, _ in calls if mark is not None]
-        job_ids = [job_id for _, job_id in calls if job_id is not None]
-        done, claims = self.store.complete_and_claim(marks, job_ids, self.worker_id, self.settings.lease_s)
-        next_done, next_claim = iter(done), iter(claims)
-        return [
-            (
-                None if mark is None else next(next_done),
-                None if job_id is None else next(next_claim),
-            )
-            for mark, job_id in calls
-        ]
 
     def _settled_unrun(self, consumer: Consumer, delivery: Delivery, job: Job, claim: Claim) -> bool:
         """Settle a delivery that must not run (done, held elsewhere, crash-looping); ``False`` to run it."""
@@ -411,6 +492,7 @@ class Worker:
             error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
             attempts = job.retry_count + claim.crashes
             self._dead_letter(consumer, delivery, quarantine.reason, error, attempts, job.task_type)
+            self._count_trip()
             self.store.release(claim, forget_crashes=True)
             return True
         return False
@@ -451,30 +533,46 @@ class Worker:
             if run.abandoned:  # timed out: the monitor already settled it and released the claim
                 return _ABANDONED
             del self._running[threading.get_ident()]
+        deferred = False
+        try:
+            if failure is None:
+                effect = ctx.combined_effect()
+                if effect is None and run.claim is not None:
+                    deferred = True  # its mark goes out with a coming round trip; it holds the gate till then
+                    return run
+                try:
+                    failure = self._commit(run, effect)
+                except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
+                    failure = (Failure.TRANSIENT, exc)
+            self._settle(consumer, run, failure)
+            return None
+        finally:
+            if not deferred:
+                self._over(run)
+
+    def _over(self, run: _Run) -> None:
+        """``run`` is settled: a suspect waiting to run alone may start once every run beside it is.
+
+        Not earlier: a suspect that kills the process while a neighbour's retry or completion mark is still on
+        its way would make the neighbour run again, and charge it a crash when it held a claim."""
+        with self._lock:
             self._leave_gate(run)
-        if failure is None:
-            effect = ctx.combined_effect()
-            if effect is None and run.claim is not None:
-                return run  # its completion mark rides with the thread's next claim
-            try:
-                failure = self._commit(run, effect)
-            except Exception as exc:  # an effect that fails to queue, or the store gone: a failed run
-                failure = (Failure.TRANSIENT, exc)
-        self._settle(consumer, run, failure)
-        return None
 
     def _settle_commit(self, consumer: Consumer, run: _Run, done: bool | Exception | None) -> None:
         """Settle a run whose completion mark went out with a claim: ``done`` is the store's answer, or what
         the round trip raised (a failed run, as when a commit fails)."""
-        if isinstance(done, Exception):
-            try:
-                self._settle(consumer, run, (Failure.TRANSIENT, done))
-            except Exception:  # the store is gone: give the delivery back (the caller reports why)
-                consumer.release([run.delivery])
-            return
-        if not done:
-            self._superseded(run)
-        self._settle(consumer, run, None)
+        try:
+            if isinstance(done, Exception):
+                try:
+                    self._settle(consumer, run, (Failure.TRANSIENT, done))
+                except Exception:  # the store is gone: give the delivery back (the caller reports why)
+                    consumer.release([run.delivery])
+                return
+            if not done:
+                self._superseded(run)
+            self._settle(consumer, run, None)
+        finally:
+            self._over(run)
 
     def _settle(self, consumer: Consumer, run: _Run, failure: tuple[Failure, BaseException] | None) -> None:
         self.telemetry.finished(self.settings.queue, run.job.task_type, run.run_s, ok=failure is None)
@@ -487,6 +585,8 @@ class Worker:
         """Let the next job in once ``run`` is over (finished or abandoned); called with ``_lock`` held."""
         if run.solo is not None:
             self._gate.leave(solo=run.solo)
+            if run.solo:
+                self._handoff.solo_over()
             run.solo = None
 
     def _commit(self, run: _Run, effect: Effect | None) -> tuple[Failure, BaseException] | None:
@@ -495,6 +595,7 @@ class Worker:
                 return None
             return Failure.FATAL, RuntimeError("ctx.once needs the completion store: run without --no-dedup")
         assert self.store is not None
+        self._count_trip()
         if not self.store.complete(run.claim, effect):
             self._superseded(run)
         return None
@@ -509,6 +610,7 @@ class Worker:
         q, job = self.settings.queue, run.job
         decision = self.settings.policy.after_failure(run.attempt, kind, self.rng, run.spec.max_retries)
         if run.claim is not None and self.store is not None:
+            self._count_trip()
             self.store.release(run.claim, forget_crashes=isinstance(decision, DeadLetter))
         if isinstance(decision, Retry):
             headers = {
@@ -602,6 +704,10 @@ class Worker:
             return
         with self._lock:
             claims = [r.claim for r in self._running.values() if r.claim is not None and not r.abandoned]
+        claims += [r.claim for r in self._handoff.waiting() if r.claim is not None]
+        if not claims:
+            return
+        self._count_trip()
         for claim, renewed in zip(claims, self.store.renew_many(claims, self.settings.lease_s), strict=True):
             if not renewed:
                 log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
@@ -610,6 +716,7 @@ class Worker:
         """This worker now: what its heartbeat carries and its metrics endpoint serves."""
         with self._lock:
             current = tuple(r.job.id for r in self._running.values() if not r.abandoned)
+            round_trips = self._round_trips
         return WorkerSnapshot(
             worker_id=self.worker_id,
             host=socket.gethostname(),
@@ -619,12 +726,14 @@ class Worker:
             heartbeat_at=time.time(),
             current_jobs=current,
             stats=self.telemetry.read(),
+            store_round_trips=round_trips,
         )
 
     def _beat(self, final: bool = False) -> None:
         if self.store is None:
             return
         try:
+            self._count_trip()
             self.store.beat(self.snapshot(), 0 if final else self.settings.heartbeat_s * 3)
         except TqadminError as exc:
             if self._beat_trouble.allow():

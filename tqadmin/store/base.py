@@ -87,7 +87,8 @@ class CompletionStore(ABC):
         self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
     ) -> tuple[list[bool], list[Claim]]:
         """``complete_many(claims)`` then ``claim_many(job_ids, ...)``: a worker marks the jobs it just ran
-        done and claims the ones it is about to run in one round trip (Redis pipelines both)."""
+        done and claims the ones it is about to run in one round trip (Redis: one script call for all of them
+        on one server, a pipeline per master on a cluster; SQLite: one transaction)."""
         return self.complete_many(claims), self.claim_many(job_ids, owner, lease_s)
 
     @abstractmethod

@@ -24,30 +24,42 @@ NOW_MS = (
     "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 )
 
+CLAIM_FN = """
+local function claim(key, owner, lease_ms, retention_s)
+  local h = redis.call('HMGET', key, 'state', 'owner', 'token', 'expires', 'crashes')
+  local crashes = tonumber(h[5] or '0')
+  if h[1] == 'done' then
+    return {'done', h[2] or '', tonumber(h[3] or '0'), crashes, 0}
+  end
+  if h[1] == 'claimed' then
+    local expires = tonumber(h[4] or '0')
+    if expires > now then
+      return {'held', h[2] or '', tonumber(h[3] or '0'), crashes, expires - now}
+    end
+    crashes = crashes + 1
+  end
+  local token = redis.call('HINCRBY', key, 'token', 1)
+  redis.call('HSET', key, 'state', 'claimed', 'owner', owner, 'expires', now + tonumber(lease_ms),
+    'crashes', crashes)
+  redis.call('EXPIRE', key, retention_s)
+  return {'claimed', owner, token, crashes, 0}
+end
+"""
+
+COMPLETE_FN = """
+local function complete(key, token, retention_s)
+  local h = redis.call('HMGET', key, 'state', 'token')
+  if h[1] ~= 'claimed' or h[2] ~= token then return 0 end
+  redis.call('HSET', key, 'state', 'done', 'done_at', now)
+  redis.call('HDEL', key, 'expires')
+  redis.call('EXPIRE', key, retention_s)
+  return 1
+end
+"""
+
 # KEYS[1] job ; ARGV owner, lease_ms, retention_s
 # -> {state, owner, token, crashes, ms until the live lease ends}
-CLAIM = Script(
-    NOW_MS
-    + """
-local h = redis.call('HMGET', KEYS[1], 'state', 'owner', 'token', 'expires', 'crashes')
-local crashes = tonumber(h[5] or '0')
-if h[1] == 'done' then
-  return {'done', h[2] or '', tonumber(h[3] or '0'), crashes, 0}
-end
-if h[1] == 'claimed' then
-  local expires = tonumber(h[4] or '0')
-  if expires > now then
-    return {'held', h[2] or '', tonumber(h[3] or '0'), crashes, expires - now}
-  end
-  crashes = crashes + 1
-end
-local token = redis.call('HINCRBY', KEYS[1], 'token', 1)
-redis.call('HSET', KEYS[1], 'state', 'claimed', 'owner', ARGV[1], 'expires', now + tonumber(ARGV[2]),
-  'crashes', crashes)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {'claimed', ARGV[1], token, crashes, 0}
-"""
-)
+CLAIM = Script(NOW_MS + CLAIM_FN + "return claim(KEYS[1], ARGV[1], ARGV[2], ARGV[3])\n")
 
 # KEYS[1] job ; ARGV token, lease_ms, retention_s -> 1 renewed | 0 superseded
 RENEW = Script(
@@ -62,15 +74,22 @@ return 1
 )
 
 # KEYS[1] job ; ARGV token, retention_s -> 1 done | 0 superseded
-COMPLETE = Script(
+COMPLETE = Script(NOW_MS + COMPLETE_FN + "return complete(KEYS[1], ARGV[1], ARGV[2])\n")
+
+# KEYS: the jobs to complete, then the jobs to claim ; ARGV: how many to complete, retention_s, owner,
+# lease_ms, then the tokens of the jobs to complete -> {1|0 per completion..., {claim reply} per claim...}
+# Both steps in order in one call, each job as COMPLETE and CLAIM would do it: one command for a worker's
+# whole round trip, not one per job (on one server; a cluster spreads the jobs over slots).
+COMPLETE_AND_CLAIM = Script(
     NOW_MS
+    + CLAIM_FN
+    + COMPLETE_FN
     + """
-local h = redis.call('HMGET', KEYS[1], 'state', 'token')
-if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'state', 'done', 'done_at', now)
-redis.call('HDEL', KEYS[1], 'expires')
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return 1
+local n = tonumber(ARGV[1])
+local out = {}
+for i = 1, n do out[i] = complete(KEYS[i], ARGV[4 + i], ARGV[2]) end
+for i = n + 1, #KEYS do out[i] = claim(KEYS[i], ARGV[3], ARGV[4], ARGV[2]) end
+return out
 """
 )
 
@@ -108,4 +127,4 @@ return now
 """
 )
 
-ALL = (CLAIM, RENEW, COMPLETE, RELEASE, BEAT)
+ALL = (CLAIM, RENEW, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, BEAT)

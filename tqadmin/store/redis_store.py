@@ -29,7 +29,16 @@ from tqadmin.store.base import (
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
-from tqadmin.store.redis_client import ScriptCall, connect, detail, run_scripts, server_time, text, translated
+from tqadmin.store.redis_client import (
+    ScriptCall,
+    connect,
+    detail,
+    is_cluster,
+    run_scripts,
+    server_time,
+    text,
+    translated,
+)
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 if TYPE_CHECKING:
@@ -91,11 +100,18 @@ class RedisStore(StateStore):
     def complete_and_claim(
         self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
     ) -> tuple[list[bool], list[Claim]]:
-        claim_args = (owner, _ms(lease_s), self._retention_s)
-        replies = self._eval(
-            [self._completion(c) for c in claims]
-            + [(redis_scripts.CLAIM, (job_key(self.prefix, j),), claim_args) for j in job_ids]
-        )
+        if is_cluster(self._client) or len(claims) + len(job_ids) < 2:  # jobs' keys are in many slots
+            claim_args = (owner, _ms(lease_s), self._retention_s)
+            replies = self._eval(
+                [self._completion(c) for c in claims]
+                + [(redis_scripts.CLAIM, (job_key(self.prefix, j),), claim_args) for j in job_ids]
+            )
+        else:
+            keys = [job_key(self.prefix, c.job_id) for c in claims] + [
+                job_key(self.prefix, j) for j in job_ids
+            ]
+            args = (len(claims), self._retention_s, owner, _ms(lease_s), *(c.token for c in claims))
+            [replies] = self._eval([(redis_scripts.COMPLETE_AND_CLAIM, tuple(keys), args)])
         marks = [bool(reply) for reply in replies[: len(claims)]]
         return marks, [
             Claim(

@@ -183,7 +183,7 @@ class SQLiteStore(StateStore):
     def complete_and_claim(
         self, claims: Sequence[Claim], job_ids: Sequence[str], owner: str, lease_s: float
     ) -> tuple[list[bool], list[Claim]]:
-        """Both in one transaction: the worker's group commit costs one write lock per batch."""
+        """Both in one transaction: one write lock for a worker's round trip (a window's claims, marks)."""
         if not claims and not job_ids:
             return [], []
         with self._write() as db:

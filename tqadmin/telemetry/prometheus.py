@@ -38,6 +38,9 @@ def render(snapshot: WorkerSnapshot) -> str:
         "# HELP tqadmin_worker_start_time_seconds When the worker started, epoch seconds.",
         "# TYPE tqadmin_worker_start_time_seconds gauge",
         f"tqadmin_worker_start_time_seconds {snapshot.started_at}",
+        "# HELP tqadmin_worker_store_round_trips_total Calls to the state store since the worker started.",
+        "# TYPE tqadmin_worker_store_round_trips_total counter",
+        f"tqadmin_worker_store_round_trips_total {snapshot.store_round_trips}",
     ]
     return "\n".join(lines) + "\n"
 

@@ -28,6 +28,7 @@ class WorkerSnapshot:
     heartbeat_at: float
     current_jobs: tuple[str, ...] = ()
     stats: Mapping[StatsKey, TaskStats] = field(default_factory=dict)
+    store_round_trips: int = 0  # calls to the state store so far: claims, marks, renewals, heartbeats
 
     @property
     def current_job(self) -> str | None:
@@ -51,6 +52,7 @@ class WorkerSnapshot:
             "heartbeat_at": self.heartbeat_at,
             "current_jobs": list(self.current_jobs),
             "tasks": [{"q": q, "t": t, **stats.to_json()} for (q, t), stats in self.stats.items()],
+            "store_round_trips": self.store_round_trips,
         }
 
     def encode(self) -> str:
@@ -67,6 +69,7 @@ class WorkerSnapshot:
             heartbeat_at=float(document.get("heartbeat_at", 0.0)),
             current_jobs=tuple(document.get("current_jobs", ())),
             stats={(str(e["q"]), str(e["t"])): TaskStats.from_json(e) for e in document.get("tasks", ())},
+            store_round_trips=int(document.get("store_round_trips", 0)),
         )
 
     @classmethod
