@@ -36,6 +36,14 @@ class SoloGate:
             self._solo_waiting -= 1
             self._solo = True
 
+    def try_enter(self) -> bool:
+        """Enter beside the others if no suspect runs or waits to; ``False`` (not entered) otherwise."""
+        with self._changed:
+            if self._solo or self._solo_waiting:
+                return False
+            self._shared += 1
+            return True
+
     def _wait_until(self, ready: Callable[[], bool]) -> None:
         self._blocked += 1
         try:

@@ -375,12 +375,39 @@ class Worker:
         self._settled_unrun(consumer, item.delivery, item.job, item.claim)
 
     def _run_ready(self, consumer: Consumer, item: _Decoded) -> _Outcome:
-        """Run a job claimed in a trip, beside the others."""
-        self._gate.enter(solo=False)
+        """Run a job claimed in a trip, beside the others; one that would wait for a suspect's run waits
+        holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it."""
+        if not self._gate.try_enter() and not self._wait_for_suspect(consumer, item):
+            return None
         run = _Run(item.delivery, item.job, item.spec, item.claim, item.job.retry_count + 1, solo=False)
         with self._lock:
             self._running[threading.get_ident()] = run
         return self._execute(consumer, run)
+
+    def _wait_for_suspect(self, consumer: Consumer, item: _Decoded) -> bool:
+        """Give the claim back, wait for the suspect's run, then claim again; ``True`` when it may run now
+        (inside the gate), ``False`` when it was settled instead or turned out a suspect itself (given
+        back to the broker: it comes again through a trip, to run alone)."""
+        assert self.store is not None and item.claim is not None
+        self._count_trip()
+        self.store.release(item.claim)
+        item.claim = None
+        self._gate.enter(solo=False)
+        runs = False
+        try:
+            _, (claim,) = self._store_trip([], [item])
+            if self._settled_unrun(consumer, item.delivery, item.job, claim):
+                pass
+            elif claim.crashes:
+                self._count_trip()
+                self.store.release(claim)
+                consumer.release([item.delivery])
+            else:
+                item.claim, runs = claim, True
+        finally:
+            if not runs:
+                self._gate.leave(solo=False)
+        return runs
 
     def _run_solo(self, consumer: Consumer, item: _Decoded) -> _Outcome:
         """Run a suspect alone: once the running jobs are over, claim it again (it held no claim meanwhile)
@@ -676,7 +703,6 @@ class Worker:
             for ident, run in late:
                 run.abandoned = True
                 self._zombies.add(ident)
-                self._leave_gate(run)
         for _, run in late:
             self._spawn(functools.partial(self._settle_timeout, run))
 
@@ -694,6 +720,9 @@ class Worker:
             )
         except TqadminError as exc:
             log.warning("could not settle timed-out job %s: %s", run.job.id, exc)
+        finally:
+            with self._lock:  # only now: a suspect must not start while this job still holds its claim
+                self._leave_gate(run)
         self._runner()
 
     def _renew(self) -> None:
