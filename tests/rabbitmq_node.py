@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -18,15 +19,28 @@ import time
 import uuid
 from pathlib import Path
 
-from sqs_server import free_port
-
 START_TIMEOUT_S = 90.0
+
+
+def fixed_port() -> int:
+    """A free loopback port below the kernel's ephemeral range: while the node is down, no outgoing
+    connection of another test can be given it, so the node can listen on it again when it boots."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randint(10000, low - 1)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 class RabbitMQNode:
     def __init__(self) -> None:
         self.name = f"tq{uuid.uuid4().hex[:8]}@localhost"
-        self.port = free_port()
+        self.port = fixed_port()
         self.directory = Path(tempfile.mkdtemp(prefix="tq-rabbit-"))
         (self.directory / "rabbitmq.conf").write_text(
             f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\n"
@@ -38,7 +52,7 @@ class RabbitMQNode:
         self.env = {
             **os.environ,
             "RABBITMQ_NODENAME": self.name,
-            "RABBITMQ_DIST_PORT": str(free_port()),
+            "RABBITMQ_DIST_PORT": str(fixed_port()),
             "RABBITMQ_CONFIG_FILE": str(self.directory / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.directory / "enabled_plugins"),
             "RABBITMQ_MNESIA_BASE": str(self.directory / "mnesia"),
