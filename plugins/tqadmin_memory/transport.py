@@ -6,9 +6,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import Unroutable, UsageError
+from tqadmin.errors import Unroutable
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Outgoing, PublishResult
+from tqadmin.plugin.transport import (
+    BrokerTransport,
+    Consumer,
+    Outcome,
+    Outgoing,
+    PublishResult,
+    publish_options,
+)
 from tqadmin_memory import MemoryPlugin
 from tqadmin_memory.broker import broker_for
 from tqadmin_memory.capabilities import TRANSPORT_CAPABILITIES
@@ -34,8 +41,7 @@ class MemoryTransport(BrokerTransport):
         options: Mapping[str, str] | None = None,
     ) -> PublishResult:
         """One message at a time, each confirmed as it is stored (``window`` has nothing to bound)."""
-        if options:
-            raise UsageError(f"the memory broker has no publish option {', '.join(sorted(options))}")
+        publish_options(options, TRANSPORT_CAPABILITIES, "the memory broker")
         started = time.monotonic()
         outcomes: list[Outcome] = []
         error: Unroutable | None = None

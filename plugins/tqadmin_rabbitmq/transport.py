@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outgoing, PublishResult
+from tqadmin.plugin.transport import BrokerTransport, Consumer, Outgoing, PublishResult, publish_options
 from tqadmin_rabbitmq import MANAGEMENT_URL, topology
 from tqadmin_rabbitmq.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_rabbitmq.connection import connect, translated
@@ -23,10 +23,7 @@ from tqadmin_rabbitmq.session import Addressed
 def addressed(messages: Sequence[Outgoing], options: Mapping[str, str] | None) -> list[Addressed]:
     """Each ``(queue, message)`` with its AMQP address: ``task_exchange`` and the queue's name, unless the
     options name an exchange or routing key."""
-    given = dict(options or {})
-    unknown = set(given) - TRANSPORT_CAPABILITIES.publish_options
-    if unknown:
-        raise UsageError(f"RabbitMQ has no publish option {', '.join(sorted(unknown))}")
+    given = publish_options(options, TRANSPORT_CAPABILITIES, "RabbitMQ")
     exchange = given.get("exchange", TASK_EXCHANGE)
     return [Addressed(exchange, given.get("routing_key", queue), message) for queue, message in messages]
 

@@ -13,10 +13,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import ConnectError, Nacked, TqadminError, UsageError
+from tqadmin.errors import ConnectError, Nacked, TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Outgoing, PublishResult
+from tqadmin.plugin.transport import (
+    BrokerTransport,
+    Consumer,
+    Outcome,
+    Outgoing,
+    PublishResult,
+    publish_options,
+)
 from tqadmin.store.redis_client import detail
 from tqadmin_redis.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_redis.connection import Connection
@@ -57,8 +64,7 @@ class RedisTransport(BrokerTransport):
         rate: float | None = None,
         options: Mapping[str, str] | None = None,
     ) -> PublishResult:
-        if options:
-            raise UsageError(f"Redis has no publish option {', '.join(sorted(options))}: address a queue")
+        publish_options(options, TRANSPORT_CAPABILITIES, "Redis")
         outcomes = [Outcome.FAILED] * len(messages)
         size = max(1, min(window, int(rate / 10) if rate else window))
         started = time.monotonic()

@@ -10,10 +10,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Outgoing, PublishResult
+from tqadmin.plugin.transport import (
+    BrokerTransport,
+    Consumer,
+    Outcome,
+    Outgoing,
+    PublishResult,
+    publish_options,
+)
 from tqadmin_sqlite import SQLitePlugin, rows
 from tqadmin_sqlite.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqlite.consuming import SQLiteConsumer
@@ -41,8 +48,7 @@ class SQLiteTransport(BrokerTransport):
         rate: float | None = None,
         options: Mapping[str, str] | None = None,
     ) -> PublishResult:
-        if options:
-            raise UsageError(f"the SQLite broker has no publish option {', '.join(sorted(options))}")
+        publish_options(options, TRANSPORT_CAPABILITIES, "the SQLite broker")
         outcomes: list[Outcome] = []
         error: TqadminError | None = None
         started = time.monotonic()

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, PublishResult
+from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, PublishResult, publish_options
 from tqadmin.plugin.transport import Outgoing as Addressed
 from tqadmin_sqs.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqs.client import make_client, where
@@ -40,8 +40,7 @@ class SqsTransport(BrokerTransport):
         rate: float | None = None,
         options: Mapping[str, str] | None = None,
     ) -> PublishResult:
-        if options:
-            raise UsageError(f"SQS has no publish option {', '.join(sorted(options))}")
+        publish_options(options, TRANSPORT_CAPABILITIES, "SQS")
         outcomes: list[Outcome | None] = [None] * len(messages)
         first_error: TqadminError | None = None
         resolved: list[tuple[int, Outgoing]] = []

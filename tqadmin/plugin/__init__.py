@@ -27,7 +27,14 @@ from tqadmin.plugin.models import (
     QueueListing,
     QueueStats,
 )
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, Outgoing, PublishResult
+from tqadmin.plugin.transport import (
+    BrokerTransport,
+    Consumer,
+    Outcome,
+    Outgoing,
+    PublishResult,
+    publish_options,
+)
 
 __all__ = [
     "HEADER_ATTEMPTS",
@@ -60,4 +67,5 @@ __all__ = [
     "QueueStats",
     "TransferSession",
     "TransportCapabilities",
+    "publish_options",
 ]

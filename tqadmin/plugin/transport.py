@@ -19,13 +19,25 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from tqadmin.errors import TqadminError
+from tqadmin.errors import TqadminError, UsageError
 from tqadmin.plugin.base import Closing, Delivery
 from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.models import Message
 
 Outgoing = tuple[str, Message]
 """One message to publish and the queue it is addressed to."""
+
+
+def publish_options(
+    options: Mapping[str, str] | None, capabilities: TransportCapabilities, broker: str
+) -> dict[str, str]:
+    """The publish options given, once every one is known to ``capabilities``; an unknown one (an AMQP
+    exchange on a broker without exchanges, a typo) is a usage error naming ``broker``."""
+    given = dict(options or {})
+    unknown = set(given) - capabilities.publish_options
+    if unknown:
+        raise UsageError(f"{broker} has no publish option {', '.join(sorted(unknown))}")
+    return given
 
 
 class Outcome(StrEnum):
