@@ -1,4 +1,4 @@
-"""One tree of errors, each carrying the exit code that INTERFACE.md fixes for it.
+"""One tree of errors, each carrying the exit code that docs/interface.md fixes for it.
 
 Every layer raises these (plugins translate their driver's exceptions at the boundary), so the CLI can turn
 any failure into one line and a stable exit code, and the TUI into a notification, without knowing which
@@ -11,7 +11,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """The exit codes of every command (INTERFACE.md, "Exit codes")."""
+    """The exit codes of every command (docs/interface.md, "Exit codes")."""
 
     OK = 0
     INTERNAL = 1

@@ -94,7 +94,7 @@ def raise_translated(exc: BaseException, url: str, queue: str | None = None) -> 
 
 
 def translate(exc: BaseException, url: str, queue: str | None = None) -> TqadminError:
-    """Map one pika (or socket) exception to the error whose exit code INTERFACE.md gives it."""
+    """Map one pika (or socket) exception to the error whose exit code docs/interface.md gives it."""
     where = f"RabbitMQ at {mask_url(url)}"
     if isinstance(exc, pe.ProbableAccessDeniedError):
         return NotAuthorized(

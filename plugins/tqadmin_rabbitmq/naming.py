@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-TASK_EXCHANGE = "task_exchange"  # the durable direct exchange jobs are published to (INTERFACE.md)
+TASK_EXCHANGE = "task_exchange"  # the durable direct exchange jobs are published to (docs/interface.md)
 RETRY_INFIX = ".retry."
 DLQ_SUFFIX = ".dlq"
 

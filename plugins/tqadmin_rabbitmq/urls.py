@@ -1,6 +1,6 @@
 """Derive what we connect to from an ``amqp://`` URL: the vhost, and the management API's URL and login.
 
-INTERFACE.md: the management API defaults to ``http://<host>:15672/`` and, when its own URL carries no
+docs/interface.md: the management API defaults to ``http://<host>:15672/`` and, when its own URL carries no
 credentials, uses the broker URL's.
 """
 

@@ -1,4 +1,4 @@
-"""`tqadmin worker` on the Redis broker: what holds on RabbitMQ holds here (INTERFACE.md, "Jobs")."""
+"""`tqadmin worker` on the Redis broker: what holds on RabbitMQ holds here (docs/interface.md, "Jobs")."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def _replay(
                     return finish(ctx, TransferOutcome(_noted(report, admin)))
             return finish(ctx, run_client_side(admin, ctx, plan))
         # Opt-in only where the server-side path copies messages as they are: it
-        # cannot add 1 to x-tq-replays, which INTERFACE.md promises for a replay.
+        # cannot add 1 to x-tq-replays, which docs/interface.md promises for a replay.
         server = args.side == "server" or (args.side is None and admin.capabilities.server_side_rewrites)
         if server and want_server_side(args):
             target = args.to or _single_origin(admin, args)

@@ -1,4 +1,4 @@
-"""The ``x-tq-*`` headers a dead-lettered message carries (INTERFACE.md), built without a broker.
+"""The ``x-tq-*`` headers a dead-lettered message carries (docs/interface.md), built without a broker.
 
 ``x-tq-error`` is what an on-call engineer reads first, so it is the exception's class and message, masked
 (task errors love to quote connection strings) and cut to 2 KiB on a character boundary.

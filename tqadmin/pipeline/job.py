@@ -1,4 +1,4 @@
-"""Jobs as INTERFACE.md defines them, and a codec that refuses hostile bodies before they cost anything.
+"""Jobs as docs/interface.md defines them, and a codec that refuses hostile bodies before they cost anything.
 
 A body is checked in the cheapest order: size first (before any parsing), then UTF-8, then JSON with NaN and
 Infinity refused, then nesting depth, then shape (an object with a string ``task_type``). Every refusal is a

@@ -203,7 +203,7 @@ class BrokerPlugin(ABC):
     the broker allows in queue names (SQS allows no dot)."""
 
     def dlq_name(self, queue: str) -> str:
-        """The dead-letter queue tqadmin gives ``queue`` on this broker (INTERFACE.md: ``Q.dlq`` where a
+        """The dead-letter queue tqadmin gives ``queue`` on this broker (docs/interface.md: ``Q.dlq`` where a
         dot is allowed); a queue configured otherwise (a redrive policy) is reported by the listing."""
         return f"{queue}.dlq"
 

@@ -1,6 +1,6 @@
 """Values that cross the plugin boundary: immutable, driver-free, JSON-ready.
 
-Field names match the ``--json`` keys of INTERFACE.md so that commands serialise these without a mapping
+Field names match the ``--json`` keys of docs/interface.md so that commands serialise these without a mapping
 layer, and the TUI reads the same values the CLI prints.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Headers tqadmin writes on dead-lettered and replayed messages (INTERFACE.md, "Jobs").
+# Headers tqadmin writes on dead-lettered and replayed messages (docs/interface.md, "Jobs").
 HEADER_REASON = "x-tq-reason"
 HEADER_ERROR = "x-tq-error"
 HEADER_ATTEMPTS = "x-tq-attempts"

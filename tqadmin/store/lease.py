@@ -23,7 +23,7 @@ from tqadmin.errors import UsageError
 
 
 def tick_id(name: str, scheduled: int) -> str:
-    """The job id of one tick (INTERFACE.md), also the name of its dedup record."""
+    """The job id of one tick (docs/interface.md), also the name of its dedup record."""
     return f"cron:{name}:{scheduled}"
 
 

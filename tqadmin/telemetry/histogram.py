@@ -107,7 +107,7 @@ class Histogram:
         return estimate_of(max(self.buckets))  # unreachable when count matches the buckets
 
     def percentiles(self) -> dict[str, float | None]:
-        """p50, p95 and p99 as INTERFACE.md's ``stats`` reports them."""
+        """p50, p95 and p99 as docs/interface.md's ``stats`` reports them."""
         return {"p50": self.quantile(0.5), "p95": self.quantile(0.95), "p99": self.quantile(0.99)}
 
     def mean(self) -> float | None:

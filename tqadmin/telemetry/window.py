@@ -64,7 +64,7 @@ class WindowStats:
         return total.failed / finished if finished else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        """INTERFACE.md's ``stats`` document, plus per-queue figures and the other counters."""
+        """docs/interface.md's ``stats`` document, plus per-queue figures and the other counters."""
         return {
             "window_s": self.window_s,
             "span_s": round(self.span_s, 3),

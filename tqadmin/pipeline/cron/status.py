@@ -22,7 +22,7 @@ DEFAULT_FORGET_AFTER_S = (
 
 
 def iso(epoch: float | None) -> str | None:
-    """ISO 8601 UTC with a ``Z``, second precision when whole, as INTERFACE.md asks for fire times."""
+    """ISO 8601 UTC with a ``Z``, second precision when whole, as docs/interface.md asks for fire times."""
     if epoch is None:
         return None
     moment = datetime.fromtimestamp(epoch, UTC)
