@@ -1,6 +1,6 @@
 """Resolve the settings of one run from flags, environment and a TOML profile.
 
-Precedence is fixed by docs/interface.md: flags beat environment beats profile beats built-in defaults. Secrets
+Precedence is fixed by interface.md: flags beat environment beats profile beats built-in defaults. Secrets
 can live in the config file or the environment, so no one ever has to type a password on a command line
 (where ``ps`` and shell history would keep it).
 """

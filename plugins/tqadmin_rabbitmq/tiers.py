@@ -3,7 +3,7 @@
 Per-message expiry in one shared queue would make a 1 s retry wait behind a 60 s one (RabbitMQ only expires
 the head of a queue); a queue per tier keeps every message in a queue where all share the same TTL, so the
 head always expires first. The tiers are spaced so that the applied delay is within 10 % or 100 ms of the one
-asked for (docs/interface.md), and a tier's queue is declared the first time a delay needs it, so only the tiers
+asked for (interface.md), and a tier's queue is declared the first time a delay needs it, so only the tiers
 in use exist.
 """
 

@@ -1,6 +1,6 @@
 """The transport face of RabbitMQ: topology, windowed confirmed publishing, and consuming.
 
-A job addressed to queue ``Q`` is published to ``task_exchange`` with routing key ``Q`` (docs/interface.md); the
+A job addressed to queue ``Q`` is published to ``task_exchange`` with routing key ``Q`` (interface.md); the
 ``exchange`` and ``routing_key`` options address it to the topology as it is instead.
 """
 

@@ -1,4 +1,4 @@
-"""Every way the management API or the broker can fail gives docs/interface.md's exit code and one useful line.
+"""Every way the management API or the broker can fail gives the interface's exit code and one useful line.
 
 The management side is driven through ``tqadmin queues`` against a local fake server that injects each
 failure; the AMQP side through ``connection.connect`` against the real RabbitMQ.

@@ -1,4 +1,4 @@
-"""tqadmin's own jobs (docs/interface.md, "Jobs"): a JSON object with a string ``task_type``. Read first, so a job
+"""tqadmin's own jobs (interface.md, "Jobs"): a JSON object with a string ``task_type``. Read first, so a job
 of ours whose fields happen to look like another framework's is still ours. The worker counts retries in
 the ``x-tq-retry-count`` header (the body stays as the producer wrote it); else the body's ``retry_count``."""
 

@@ -2,7 +2,7 @@
 
 The worker reports what happened (a transient failure, a fatal one, a timeout) and how many runs have been
 made; the policy answers :class:`Retry` (after a delay drawn with full jitter) or :class:`DeadLetter` (with
-the ``x-tq-reason`` of docs/interface.md). Randomness is injected so tests can pin the draw and check its bounds.
+the ``x-tq-reason`` of interface.md). Randomness is injected so tests can pin the draw and check its bounds.
 
 Delays are applied by the broker, not by a sleeping worker: the transport's ``retry_later`` takes the drawn
 delay and applies it its own way, within the precision its plugin declares.

@@ -1,4 +1,4 @@
-"""Schedule files: ``[[schedule]]`` tables (docs/interface.md), validated up front with one clear line per mistake.
+"""Schedule files: ``[[schedule]]`` tables (interface.md), validated up front with one clear line per mistake.
 
 Every check happens when the file is loaded, not when a tick comes due at 03:00: a bad cron expression, an
 unknown time zone or a typo in a key is a usage error naming the file, the schedule and the key, so
