@@ -334,6 +334,50 @@ async def test_export_writes_the_queue_to_a_file_and_leaves_it_in_place(
     assert Message.from_json(json.loads(lines[0])).body == fake.messages["reports"][0].body
 
 
+async def test_export_over_an_existing_file_asks_first_and_writes_a_new_0600_file(
+    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+) -> None:
+    app = make_app()
+    target = tmp_path / "reports.jsonl"
+    target.write_text("keep me\n")
+    target.chmod(0o644)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(target)
+        await pilot.press("enter")
+        await settled(pilot)
+        assert "exists: Enter again replaces it" in text_of(app.screen.query_one("#plan"))
+        assert app.screen.plan is None and target.read_text() == "keep me\n"  # type: ignore[attr-defined]
+        app.screen.query_one("#target", Input).disabled = False
+        await pilot.press("enter")
+        await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert len(target.read_text().splitlines()) == len(fake.messages["reports"])
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+async def test_export_to_a_symbolic_link_is_refused_and_writes_nothing(
+    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+) -> None:
+    app = make_app()
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("keep me\n")
+    link = tmp_path / "reports.jsonl"
+    link.symlink_to(victim)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(link)
+        await pilot.press("enter", "enter")
+        await settled(pilot)
+        assert any("symbolic link" in n for n in notifications(app))
+        assert app.screen.plan is None  # type: ignore[attr-defined]
+    assert victim.read_text() == "keep me\n"
+    assert not any(c.startswith("open_transfer") for c in fake.calls)
+
+
 async def test_a_read_only_profile_refuses_every_write_and_sends_none(
     make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
 ) -> None:
