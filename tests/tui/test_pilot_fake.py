@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from textual.widgets import DataTable, Input
+from tqadmin_sqlite.capabilities import PEEK_COST as SQLITE_PEEK_COST
 
 from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.models import Alarm, Message, QueueListing
+from tqadmin.plugin.models import Alarm, Message, PeekResult, QueueListing
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin, FakeTransfer
 from tqadmin.tui.screens.action import ActionScreen
@@ -179,9 +181,59 @@ def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_de
 
     quorum = PeekResult("q", (Message(body=b"{}", delivery_count=3),), "gets and requeues", delivery_limit=5)
     classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
-    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum).plain
-    assert "one more after this look" in cost_notice(quorum).plain
-    assert "Deliveries counted" not in cost_notice(classic).plain
+    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum, FAKE_CAPABILITIES).plain
+    assert "one more after this look" in cost_notice(quorum, FAKE_CAPABILITIES).plain
+    assert "Deliveries counted" not in cost_notice(classic, FAKE_CAPABILITIES).plain
+
+
+@pytest.mark.parametrize(
+    ("plugin", "counts"),
+    [("tqadmin_sqlite", False), ("tqadmin_redis", False), ("tqadmin_rabbitmq", True), ("tqadmin_sqs", True)],
+)
+def test_the_cost_notice_says_a_look_adds_a_delivery_only_where_the_plugin_declares_it(
+    plugin: str, counts: bool
+) -> None:
+    import importlib
+
+    from tqadmin.plugin.models import PeekResult
+    from tqadmin.tui.widgets.peek_cost import cost_notice
+
+    capabilities = importlib.import_module(f"{plugin}.capabilities").CAPABILITIES
+    assert capabilities.peek_counts_delivery is counts
+    result = PeekResult("q", (Message(body=b"{}", delivery_count=2),), capabilities.peek_cost)
+    said = cost_notice(result, capabilities).plain
+    assert "the most-delivered message here has 2" in said
+    assert ("one more after this look" in said) is counts
+    assert ("a look adds none" in said) is not counts
+
+
+class SQLiteLikeAdmin(FakeAdmin):
+    """The fake with the embedded broker's peek: a plain read, each message's count of worker deliveries."""
+
+    capabilities: ClassVar[Capabilities] = replace(
+        FAKE_CAPABILITIES, peek_cost=SQLITE_PEEK_COST, peek_counts_delivery=False
+    )
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        looked = super().peek(queue, count)
+        return replace(looked, messages=tuple(replace(m, delivery_count=0) for m in looked.messages))
+
+
+async def test_on_a_broker_whose_look_counts_nothing_the_queue_and_dead_letter_screens_never_say_it_does(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(admin=SQLiteLikeAdmin())
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await select_queue(pilot, "orders")
+        await pilot.press("enter")
+        await settled(pilot, lambda: "peeked" in text_of(app.screen.query_one("#peek-cost")))
+        shown = text_of(app.screen.query_one("#peek-cost"))
+        assert "nothing is marked redelivered, counted" in shown and "a look adds none" in shown
+        assert "one more after this look" not in shown
+        await pilot.press("d")
+        await settled(pilot, lambda: "Cost of this look" in text_of(app.screen.query_one("#group-cost")))
+        assert "one more after this look" not in text_of(app.screen.query_one("#group-cost"))
 
 
 async def test_the_inspector_shows_body_headers_history_and_last_error(make_app: MakeApp) -> None:

@@ -98,7 +98,7 @@ class QueueDetailScreen(QueueScreen):
             with self.tq.borrowed_admin() as admin:
                 result = admin.peek(self.queue, PEEK_COUNT)
                 deaths = tuple(admin.deaths(m) for m in result.messages)
-                self.post_message(MessagesPeeked(result, deaths, admin.capabilities.broker_headers))
+                self.post_message(MessagesPeeked(result, admin.capabilities, deaths))
         except Exception as exc:
             self.post_message(PeekFailed(self.queue, describe_error(exc)))
 
@@ -112,7 +112,7 @@ class QueueDetailScreen(QueueScreen):
         cost = Text(
             f" {len(self.peeked)} messages peeked (only on opening and on r, never on a timer).\n", end=""
         )
-        cost.append_text(cost_notice(event.result))
+        cost.append_text(cost_notice(event.result, event.capabilities))
         self.query_one("#peek-cost", Static).update(cost)
 
     def on_peek_failed(self, event: PeekFailed) -> None:
