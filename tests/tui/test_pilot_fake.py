@@ -277,6 +277,21 @@ async def test_workers_screen_marks_dead_workers(make_app: MakeApp) -> None:
         await pilot.press("j", "k")
 
 
+def test_the_latency_table_leaves_out_a_task_type_that_never_ran_such_as_malformed_bodies() -> None:
+    from rich.console import Console
+
+    from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView
+    from tqadmin.tui.widgets.telemetry import percentiles_table
+
+    ran = TaskTypeView("resize_image", 10, 1, Latency(0.01, 0.02, 0.03), Latency(0.1, 0.2, 0.3))
+    never_ran = TaskTypeView("(malformed)", 0, 0, Latency(), Latency())
+    table = percentiles_table(TelemetryView(task_types=(ran, never_ran)))
+    console = Console(width=120, record=True)
+    console.print(table)
+    shown = console.export_text()
+    assert table.row_count == 1 and "resize_image" in shown and "(malformed)" not in shown
+
+
 async def test_without_telemetry_the_panel_says_no_workers_reporting(make_app: MakeApp) -> None:
     app = make_app(telemetry=False, cron=False)
     async with app.run_test(size=SIZE) as pilot:
