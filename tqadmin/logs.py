@@ -2,14 +2,18 @@
 
 Installing one handler on the root logger at start (rather than one per command) is what makes "every log
 line passes through masking" hold for loggers nobody thought of, a driver's included. Tracebacks that are
-printed rather than logged (``-v``, a crash in a worker process) go through :func:`print_traceback`.
+printed rather than logged (``-v``, a crash in a worker process) go through :func:`print_traceback`, and so do
+those Python prints by itself: a thread that dies (``threading.excepthook``: a settler, an HTTP handler) and
+an exception nothing caught (``sys.excepthook``); :func:`setup` installs both hooks.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import traceback
+from types import TracebackType
 from typing import TextIO
 
 from tqadmin.masking import MaskingFormatter, mask_text
@@ -40,6 +44,23 @@ def setup(verbose: bool) -> None:
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
     logging.getLogger("pika").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    sys.excepthook = _uncaught
+    threading.excepthook = _thread_died
+
+
+def _uncaught(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """What Python prints of an exception nothing caught, masked."""
+    print_traceback(exc.with_traceback(tb))
+
+
+def _thread_died(args: threading.ExceptHookArgs) -> None:
+    """What Python prints when a thread dies of an exception, masked (a thread ending by SystemExit says
+    nothing, as Python's own hook)."""
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    print(f"Exception in thread {name}:", file=sys.stderr, flush=True)
+    print_traceback(args.exc_value.with_traceback(args.exc_traceback))
 
 
 def masked_traceback(exc: BaseException) -> str:

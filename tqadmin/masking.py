@@ -18,14 +18,20 @@ from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
 
-# scheme://user:password@host  ->  scheme://user:***@host ; the password may hold anything but '@' and space.
-_USERINFO = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]+)(?P<at>@)")
+# scheme://user:password@host  ->  scheme://user:***@host. A password may hold '@', ':', '/', '?' or '#'
+# written raw (people paste generated ones unencoded), so it runs to the last '@' before a blank:
+# over-masking a path that holds an '@' is the price of never showing half a password.
+_USERINFO = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>\S+)(?P<at>@)")
+# ...but host:port/path?email=a@b has no password: a port followed by the path is not one.
+_PORT_THEN_PATH = re.compile(r"\d{1,5}[/?#]")
 # scheme://TOKEN@host (a user part without a password is a token: GitHub's, a cloud API's) -> scheme://***@host
-_TOKEN_USER = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<secret>[^:/@\s]+)(?P<at>@)")
-# key=value pairs that name a secret, as found in DSNs, query strings and driver messages.
+_TOKEN_USER = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<secret>[^:/?#\s]+)(?P<at>@)")
+# Fields that name a secret, as found in DSNs, query strings, driver messages, JSON and Python reprs:
+# password=x, aws_secret_access_key: x, "token": "x", 'client_secret': 'x' (a quoted value up to its quote).
+_SECRET_NAME = r"(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key)"  # noqa: S105
 _SECRET_PAIR = re.compile(
-    r"(?P<key>\b(?:password|passwd|pwd|secret|token|aws_secret_access_key|x-amz-security-token)\b\s*[=:]\s*)"
-    r"(?P<value>[^\s&,;'\"]+)",
+    rf"(?<![\w-])(?P<key>[\w-]*?{_SECRET_NAME}[\"']?\s*[=:]\s*)"
+    r"(?P<value>\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|[^\s&,;'\"]+)",
     re.IGNORECASE,
 )
 
@@ -37,6 +43,8 @@ def mask_url(url: str) -> str:
     except ValueError:
         return mask_text(url)
     if parts.password is None and parts.username is None:
+        return mask_text(url)
+    if "@" in url.partition(parts.netloc)[2]:  # a raw '/', '?' or '#' in the password cut the netloc short
         return mask_text(url)
     host = parts.hostname or ""
     if ":" in host:
@@ -53,13 +61,26 @@ def mask_url(url: str) -> str:
 
 def mask_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Mask URL passwords, ``password=...`` pairs and any of the given literal ``secrets`` in free text."""
-    masked = _USERINFO.sub(lambda m: f"{m['prefix']}{MASK}{m['at']}", text)
+    masked = _USERINFO.sub(_masked_userinfo, text)
     masked = _TOKEN_USER.sub(lambda m: f"{m['prefix']}{MASK}{m['at']}", masked)
-    masked = _SECRET_PAIR.sub(lambda m: f"{m['key']}{MASK}", masked)
+    masked = _SECRET_PAIR.sub(_masked_pair, masked)
     for secret in secrets:
         if secret and len(secret) >= 3:
             masked = masked.replace(secret, MASK)
     return masked
+
+
+def _masked_userinfo(match: re.Match[str]) -> str:
+    if _PORT_THEN_PATH.match(match["secret"]):
+        return match[0]
+    return f"{match['prefix']}{MASK}{match['at']}"
+
+
+def _masked_pair(match: re.Match[str]) -> str:
+    """The value masked, its quotes kept: a JSON document stays JSON."""
+    value = match["value"]
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{match['key']}{quote}{MASK}{quote}"
 
 
 def masked_repr(value: Any, secret_fields: Collection[str] = ()) -> str:

@@ -15,7 +15,10 @@ from tqadmin_rabbitmq.capabilities import CAPABILITIES
 
 MANAGEMENT_URL = PluginOption(
     name="management_url",
-    help="RabbitMQ management API (default http://<broker host>:15672/, with the broker URL's login)",
+    help=(
+        "RabbitMQ management API (default http://<broker host>:15672/, https://<broker host>:15671/ for"
+        " amqps://, with the broker URL's login)"
+    ),
     env="TQADMIN_MANAGEMENT_URL",
     flag="--management-url",
 )

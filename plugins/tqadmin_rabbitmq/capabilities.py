@@ -14,6 +14,7 @@ PEEK_COST = (
 CAPABILITIES = Capabilities(
     supported=frozenset(Operation),
     peek_cost=PEEK_COST,
+    peek_counts_delivery=True,
     broker_headers=BROKER_HEADERS,
     server_side_needs="a RabbitMQ shovel: the shovel plugin, and a user with the policymaker tag",
 )

@@ -1,7 +1,8 @@
 """Derive what we connect to from an ``amqp://`` URL: the vhost, and the management API's URL and login.
 
-docs/interface.md: the management API defaults to ``http://<host>:15672/`` and, when its own URL carries no
-credentials, uses the broker URL's.
+docs/interface.md: the management API defaults to ``http://<host>:15672/`` (``https://<host>:15671/``, the
+management plugin's TLS listener, for ``amqps://``) and, when its own URL carries no credentials, uses the
+broker URL's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from tqadmin.errors import ConfigError
 from tqadmin.masking import MASK, mask_url
 
 DEFAULT_MANAGEMENT_PORT = 15672
+DEFAULT_MANAGEMENT_TLS_PORT = 15671
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +57,9 @@ def management_endpoint(amqp_url: str, management_url: str | None) -> Management
         path = api.path if api.path.endswith("/") else api.path + "/"
     else:
         host = broker.hostname or "127.0.0.1"
-        port = f":{DEFAULT_MANAGEMENT_PORT}"
-        scheme = "https" if broker.scheme == "amqps" else "http"
+        tls = broker.scheme == "amqps"
+        port = f":{DEFAULT_MANAGEMENT_TLS_PORT if tls else DEFAULT_MANAGEMENT_PORT}"
+        scheme = "https" if tls else "http"
         path = "/"
     if ":" in host:
         host = f"[{host}]"

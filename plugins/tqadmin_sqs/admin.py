@@ -116,7 +116,7 @@ class SqsAdmin(BrokerAdmin):
                 messages += [d.message for d in taken]
         messages.sort(key=_sent_order)
         risk = self.peek_risk(queue)
-        cost = self.capabilities.peek_cost + (f". {risk[0].upper()}{risk[1:]}" if risk else "")
+        cost = self.capabilities.peek_cost + (f"; {risk}" if risk else "")  # the queue name as it is: data
         return PeekResult(queue, tuple(messages), cost, delivery_limit=info.max_receive_count)
 
     def peek_risk(self, queue: str) -> str | None:

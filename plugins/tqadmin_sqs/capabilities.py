@@ -22,6 +22,7 @@ CAPABILITIES = Capabilities(
         ),
     ),
     peek_cost=PEEK_COST,
+    peek_counts_delivery=True,
     unavailable=(
         ("consumers", "SQS has no notion of consumers"),
         ("publish_rate", CLOUDWATCH_ONLY),

@@ -29,6 +29,11 @@ def check_peek(h: Harness, admin: BrokerAdmin) -> None:
     assert [m.body for m in result.messages] == BODIES[:2]
     assert result.cost == admin.capabilities.peek_cost != ""
     assert h.depth(q) == 3
+    # A second look adds one to each delivery count exactly where the plugin declares that a look counts.
+    before = {m.body: m.delivery_count for m in result.messages}
+    after = {m.body: m.delivery_count for m in admin.peek(q, 2).messages}
+    added = {after[b] - n for b, n in before.items() if n is not None and after.get(b) is not None}
+    assert added <= {1 if admin.capabilities.peek_counts_delivery else 0}
 
 
 def check_transfer(h: Harness, admin: BrokerAdmin) -> None:

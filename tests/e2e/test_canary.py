@@ -4,7 +4,8 @@ Every command, the worker, the cron and the dashboard run with ``-v`` under fail
 password, the host is unreachable, a management URL carries it as its user part like a token, a task raises
 an exception naming a URL with the canary in it, the dashboard crashes), and the test looks for the canary
 in their stdout and stderr (tracebacks included), in every file they left under a temporary HOME (the audit
-log among them), in the dead-letter headers, and in the command lines of the processes they ran.
+log among them), in the dead-letter headers, and in the command lines of the processes they ran. The worker's
+own threads are tried too: one that dies and a metrics scrape that fails, both naming the canary.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import os
 import pty
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,4 +242,68 @@ def test_the_dashboard_shows_no_canary_and_a_crash_is_exit_1_with_a_masked_repor
     assert code == 1
     assert "RuntimeError: cannot draw amqp://guest:***@" in screen.replace("\r\n", "\n").replace("\n", "")
     assert CANARY not in screen
+    assert home.hits() == []
+
+
+def test_a_dying_thread_and_a_failing_metrics_scrape_in_the_worker_show_no_canary(
+    home: Home, tmp_path: Path
+) -> None:
+    """Tracebacks no log handler formats, in the worker process: a thread of it that dies, and a scrape of
+    its metrics endpoint that fails, each naming a URL whose password (the canary, with '@', ':' and '/'
+    after it) would print raw through Python's own hooks."""
+    leaky = f"amqp://ops:{CANARY}@:/x@db.internal/"
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import threading\n"
+        "import tqadmin.telemetry.endpoint as endpoint\n"
+        "def render(snapshot):\n"
+        f"    raise RuntimeError('cannot read {leaky}')\n"
+        "def dying():\n"
+        f"    raise ConnectionError('settler lost {leaky}')\n"
+        "entered = endpoint.MetricsServer.__enter__\n"
+        "def enter(self):\n"
+        "    threading.Thread(target=dying, name='tq-doomed', daemon=True).start()\n"
+        "    return entered(self)\n"
+        "endpoint.render = render\n"
+        "endpoint.MetricsServer.__enter__ = enter\n"
+    )
+    tasks = tmp_path / "quiet_tasks.py"
+    tasks.write_text("from tqadmin import task\n\n@task('t')\ndef t(ctx, job):\n    pass\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    broker = f"sqlite:///{home.root / 'broker.db'}"
+    log_path = home.root / "worker.log"
+    with log_path.open("wb") as log:
+        worker = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tqadmin.cli", "-v", "--profile", "good"),
+                *("--broker", broker, "--store", broker),
+                *("worker", "--queue", "q", "--tasks", str(tasks), "--metrics-port", str(port)),
+            ],
+            cwd=home.root,
+            env={**home.env, "PYTHONPATH": os.pathsep.join([str(hook), *sys.path])},
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            status = None
+            while status != 500 and time.monotonic() < deadline and worker.poll() is None:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).close()
+                except urllib.error.HTTPError as exc:
+                    status = exc.code
+                    exc.close()
+                except (urllib.error.URLError, ConnectionError):
+                    time.sleep(0.2)  # not listening yet
+            assert status == 500, log_path.read_text()
+        finally:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(20)
+    said = log_path.read_text()
+    assert "Exception in thread tq-doomed" in said and "ConnectionError: settler lost amqp://ops:***@" in said
+    assert "RuntimeError: cannot read amqp://ops:***@db.internal/" in said
     assert home.hits() == []

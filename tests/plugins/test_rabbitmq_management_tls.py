@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tqadmin_rabbitmq.management import ManagementClient
-from tqadmin_rabbitmq.urls import ManagementEndpoint
+from tqadmin_rabbitmq.urls import ManagementEndpoint, management_endpoint
 
 from tqadmin.errors import Unreachable
 
@@ -86,3 +86,17 @@ def test_a_plain_http_endpoint_answers_without_any_tls_set_up() -> None:
         client.close()
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("broker", "api"),
+    [
+        ("amqps://ops:pw@rabbit.internal:5671/vh", "https://rabbit.internal:15671/"),
+        ("amqp://ops:pw@rabbit.internal:5672/vh", "http://rabbit.internal:15672/"),
+        ("amqps://[::1]/", "https://[::1]:15671/"),
+    ],
+)
+def test_the_management_api_defaults_to_rabbitmqs_tls_port_for_amqps_and_its_plain_port_otherwise(
+    broker: str, api: str
+) -> None:
+    assert management_endpoint(broker, None).base_url == api

@@ -80,7 +80,7 @@ def test_two_peeks_at_max_receive_count_2_warn_that_the_next_receive_dead_letter
         second = face.peek(q, 1)
     printed = render(second)  # what `tqadmin peek` prints
     assert "delivered 2 of the 2" in printed and "the next delivery dead-letters it" in printed
-    notice = cost_notice(second).plain  # what the TUI shows next to the messages
+    notice = cost_notice(second, face.capabilities).plain  # what the TUI shows next to the messages
     assert "has 2 of the 2 after which the broker drops or dead-letters it" in notice
     assert "can dead-letter a message that never ran" in notice
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from textual.widgets import DataTable, Input
+from tqadmin_sqlite.capabilities import PEEK_COST as SQLITE_PEEK_COST
 
 from tests.tui.conftest import screen_text, select_queue, settled, text_of
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.models import Alarm, Message, QueueListing
+from tqadmin.plugin.models import Alarm, Message, PeekResult, QueueListing
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin, FakeTransfer
 from tqadmin.tui.screens.action import ActionScreen
@@ -179,9 +181,59 @@ def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_de
 
     quorum = PeekResult("q", (Message(body=b"{}", delivery_count=3),), "gets and requeues", delivery_limit=5)
     classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
-    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum).plain
-    assert "one more after this look" in cost_notice(quorum).plain
-    assert "Deliveries counted" not in cost_notice(classic).plain
+    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum, FAKE_CAPABILITIES).plain
+    assert "one more after this look" in cost_notice(quorum, FAKE_CAPABILITIES).plain
+    assert "Deliveries counted" not in cost_notice(classic, FAKE_CAPABILITIES).plain
+
+
+@pytest.mark.parametrize(
+    ("plugin", "counts"),
+    [("tqadmin_sqlite", False), ("tqadmin_redis", False), ("tqadmin_rabbitmq", True), ("tqadmin_sqs", True)],
+)
+def test_the_cost_notice_says_a_look_adds_a_delivery_only_where_the_plugin_declares_it(
+    plugin: str, counts: bool
+) -> None:
+    import importlib
+
+    from tqadmin.plugin.models import PeekResult
+    from tqadmin.tui.widgets.peek_cost import cost_notice
+
+    capabilities = importlib.import_module(f"{plugin}.capabilities").CAPABILITIES
+    assert capabilities.peek_counts_delivery is counts
+    result = PeekResult("q", (Message(body=b"{}", delivery_count=2),), capabilities.peek_cost)
+    said = cost_notice(result, capabilities).plain
+    assert "the most-delivered message here has 2" in said
+    assert ("one more after this look" in said) is counts
+    assert ("a look adds none" in said) is not counts
+
+
+class SQLiteLikeAdmin(FakeAdmin):
+    """The fake with the embedded broker's peek: a plain read, each message's count of worker deliveries."""
+
+    capabilities: ClassVar[Capabilities] = replace(
+        FAKE_CAPABILITIES, peek_cost=SQLITE_PEEK_COST, peek_counts_delivery=False
+    )
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        looked = super().peek(queue, count)
+        return replace(looked, messages=tuple(replace(m, delivery_count=0) for m in looked.messages))
+
+
+async def test_on_a_broker_whose_look_counts_nothing_the_queue_and_dead_letter_screens_never_say_it_does(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(admin=SQLiteLikeAdmin())
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await select_queue(pilot, "orders")
+        await pilot.press("enter")
+        await settled(pilot, lambda: "peeked" in text_of(app.screen.query_one("#peek-cost")))
+        shown = text_of(app.screen.query_one("#peek-cost"))
+        assert "nothing is marked redelivered, counted" in shown and "a look adds none" in shown
+        assert "one more after this look" not in shown
+        await pilot.press("d")
+        await settled(pilot, lambda: "Cost of this look" in text_of(app.screen.query_one("#group-cost")))
+        assert "one more after this look" not in text_of(app.screen.query_one("#group-cost"))
 
 
 async def test_the_inspector_shows_body_headers_history_and_last_error(make_app: MakeApp) -> None:
@@ -223,6 +275,21 @@ async def test_workers_screen_marks_dead_workers(make_app: MakeApp) -> None:
         status = text_of(app.screen.query_one("#workers-status"))
         assert "2 live" in status and "1 dead" in status
         await pilot.press("j", "k")
+
+
+def test_the_latency_table_leaves_out_a_task_type_that_never_ran_such_as_malformed_bodies() -> None:
+    from rich.console import Console
+
+    from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView
+    from tqadmin.tui.widgets.telemetry import percentiles_table
+
+    ran = TaskTypeView("resize_image", 10, 1, Latency(0.01, 0.02, 0.03), Latency(0.1, 0.2, 0.3))
+    never_ran = TaskTypeView("(malformed)", 0, 0, Latency(), Latency())
+    table = percentiles_table(TelemetryView(task_types=(ran, never_ran)))
+    console = Console(width=120, record=True)
+    console.print(table)
+    shown = console.export_text()
+    assert table.row_count == 1 and "resize_image" in shown and "(malformed)" not in shown
 
 
 async def test_without_telemetry_the_panel_says_no_workers_reporting(make_app: MakeApp) -> None:
@@ -332,6 +399,50 @@ async def test_export_writes_the_queue_to_a_file_and_leaves_it_in_place(
     lines = target.read_text().splitlines()
     assert len(lines) == len(fake.messages["reports"]) > 0
     assert Message.from_json(json.loads(lines[0])).body == fake.messages["reports"][0].body
+
+
+async def test_export_over_an_existing_file_asks_first_and_writes_a_new_0600_file(
+    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+) -> None:
+    app = make_app()
+    target = tmp_path / "reports.jsonl"
+    target.write_text("keep me\n")
+    target.chmod(0o644)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(target)
+        await pilot.press("enter")
+        await settled(pilot)
+        assert "exists: Enter again replaces it" in text_of(app.screen.query_one("#plan"))
+        assert app.screen.plan is None and target.read_text() == "keep me\n"  # type: ignore[attr-defined]
+        app.screen.query_one("#target", Input).disabled = False
+        await pilot.press("enter")
+        await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
+    assert len(target.read_text().splitlines()) == len(fake.messages["reports"])
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+async def test_export_to_a_symbolic_link_is_refused_and_writes_nothing(
+    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+) -> None:
+    app = make_app()
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("keep me\n")
+    link = tmp_path / "reports.jsonl"
+    link.symlink_to(victim)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("e")
+        app.screen.query_one("#target", Input).value = str(link)
+        await pilot.press("enter", "enter")
+        await settled(pilot)
+        assert any("symbolic link" in n for n in notifications(app))
+        assert app.screen.plan is None  # type: ignore[attr-defined]
+    assert victim.read_text() == "keep me\n"
+    assert not any(c.startswith("open_transfer") for c in fake.calls)
 
 
 async def test_a_read_only_profile_refuses_every_write_and_sends_none(

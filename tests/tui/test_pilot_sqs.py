@@ -41,3 +41,28 @@ async def test_on_sqs_the_overview_lists_a_queue_and_its_peek_warns_of_the_redri
         assert "can dead-letter a message that never ran" in cost
         assert "of the 2 after which the broker drops or dead-letters it" in cost
     assert sqs_queues.visible(work) == 2
+
+
+async def test_on_sqs_the_queue_detail_says_why_a_figure_is_missing_and_writes_the_queue_name_as_it_is(
+    sqs_env: str, sqs_queues: SqsQueues, tmp_path: Path
+) -> None:
+    work, _dlq = sqs_queues.create_with_dlq("names", max_receive_count=3)
+    sqs_queues.send_jobs(work, 1, task_type="resize_image")
+    settings = Settings(
+        broker_url=BROKER_URL,
+        broker_options={"endpoint_url": sqs_env},
+        audit_log=tmp_path / "audit.jsonl",
+        timeout_s=5.0,
+    )
+    app = TqadminApp(settings=settings, refresh_s=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, lambda: work in app.board.stats)
+        await select_queue(pilot, work, needle=sqs_queues.unique)
+        await pilot.press("enter")
+        await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen) and bool(app.screen.peeked))
+        figures = text_of(app.screen.query_one("#queue-figures"))
+        cost = text_of(app.screen.query_one("#peek-cost"))
+    assert "None" not in figures
+    assert "consumers n/a" in figures and "SQS has no notion of consumers" in figures
+    assert f"{work}'s redrive policy" in cost, "a queue name is data: never re-cased"
+    assert work[0].upper() + work[1:] not in cost + figures

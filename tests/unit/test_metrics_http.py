@@ -1,7 +1,10 @@
 """The worker's /metrics endpoint serves the Prometheus rendering of a fresh snapshot on each scrape."""
 
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +47,34 @@ def test_a_port_already_in_use_is_a_usage_error_naming_the_option() -> None:
         pytest.raises(UsageError, match="--metrics-port"),
     ):
         MetricsServer("127.0.0.1", taken.port, snapshot)
+
+
+CANARY = "Cn@ry:7/Qx-metrics"
+FAILING_SCRAPE = """
+import urllib.error, urllib.request
+from tqadmin import logs
+from tqadmin.telemetry.endpoint import MetricsServer
+logs.setup(verbose=True)
+def snapshot():
+    raise RuntimeError("store at redis://:{canary}@cache.internal:6379/0 did not answer")
+with MetricsServer("127.0.0.1", 0, snapshot) as server:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{{server.port}}/metrics", timeout=10)
+    except urllib.error.HTTPError as exc:
+        print("status", exc.code, flush=True)
+"""
+
+
+def test_a_scrape_that_fails_is_a_500_and_its_traceback_is_logged_masked(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_SCRAPE.format(canary=CANARY)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    said = result.stdout + result.stderr
+    assert "status 500" in result.stdout
+    assert "RuntimeError: store at redis://:***@cache.internal:6379/0 did not answer" in said
+    assert CANARY not in said and "Cn@ry" not in said and list(tmp_path.iterdir()) == []

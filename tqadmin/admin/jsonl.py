@@ -11,6 +11,7 @@ from typing import Any
 
 from tqadmin.errors import UsageError
 from tqadmin.plugin.models import Message
+from tqadmin.private_file import cannot_write, open_private
 
 INTEGER_PROPERTIES = frozenset({"delivery_mode", "priority", "timestamp"})
 
@@ -22,16 +23,10 @@ class MessageWriter:
     disk yet.
     """
 
-    def __init__(self, path: Path, *, overwrite: bool = True) -> None:
+    def __init__(self, path: Path, *, force: bool = False) -> None:
+        """A new private file (:mod:`tqadmin.private_file`), replacing an existing one only with ``force``."""
         self.path = path
-        try:
-            # 0600 like the audit log: message bodies may hold personal data or secrets.
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-            self._file = open(os.open(path, flags, 0o600), "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        except FileExistsError:
-            raise UsageError(f"{path} exists: a backup is never overwritten; pick another file") from None
-        except OSError as exc:
-            raise self._failed(exc) from None
+        self._file = open_private(path, force=force)
 
     def write(self, messages: Iterable[Message]) -> None:
         try:
@@ -57,10 +52,7 @@ class MessageWriter:
                 self._file.close()
 
     def _failed(self, exc: OSError) -> UsageError:
-        """A full disk or a bad path: one line naming the file (exit 2)."""
-        return UsageError(
-            f"cannot write {self.path}: {exc.strerror}; check the directory, free space and permissions"
-        )
+        return cannot_write(self.path, exc)
 
 
 def read_messages(path: Path) -> list[Message]:

@@ -14,17 +14,18 @@ from tqadmin.plugin.models import ActionReport
 
 
 def purge_with_backup(
-    session: TransferSession, queue: str, path: Path, batch: int = BATCH
+    session: TransferSession, queue: str, path: Path, batch: int = BATCH, *, force: bool = False
 ) -> TransferOutcome:
     """Remove the messages present at start, each one on disk before it leaves the queue.
 
     Stopped part-way (a full disk, Ctrl-C), the report says how many were purged: all of those are in the
-    backup, the rest is still in the queue.
+    backup, the rest is still in the queue. An existing ``path`` is replaced only with ``force``: a rerun
+    after Ctrl-C must not lose the first backup by accident.
     """
     purged = 0
     error: TqadminError | None = None
     try:
-        with session, closing(MessageWriter(path, overwrite=False)) as writer:
+        with session, closing(MessageWriter(path, force=force)) as writer:
             while deliveries := session.fetch(batch):
                 writer.write(d.message for d in deliveries)
                 writer.sync()

@@ -34,9 +34,10 @@ def scan(session: TransferSession, batch: int = BATCH) -> Iterator[Delivery]:
         yield from deliveries
 
 
-def export(session: TransferSession, queue: str, path: Path) -> ActionReport:
-    """Write every message of ``queue`` to ``path`` and leave the queue as it was."""
-    with session, closing(MessageWriter(path)) as writer:
+def export(session: TransferSession, queue: str, path: Path, *, force: bool = False) -> ActionReport:
+    """Write every message of ``queue`` to ``path`` (a new file; an existing one only with ``force``) and
+    leave the queue as it was."""
+    with session, closing(MessageWriter(path, force=force)) as writer:
         count = 0
         for delivery in scan(session):
             writer.write([delivery.message])

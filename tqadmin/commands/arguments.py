@@ -1,4 +1,4 @@
-"""argparse types shared by commands, so every command words the same mistake the same way."""
+"""argparse types and options shared by commands, so every command words the same mistake the same way."""
 
 from __future__ import annotations
 
@@ -33,3 +33,13 @@ def fraction(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError("must be a fraction from 0 to 1 (0.1 is 10%)")
     return value
+
+
+def add_force(parser: argparse.ArgumentParser, file_option: str) -> None:
+    """``--force``: replace an existing ``file_option`` (by a new 0600 file, never through a symbolic link:
+    :mod:`tqadmin.private_file`)."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace {file_option} if it exists (a new 0600 file; a symbolic link is refused even so)",
+    )

@@ -6,18 +6,20 @@ import argparse
 from pathlib import Path
 
 from tqadmin.admin.scan import export
+from tqadmin.commands.arguments import add_force
 from tqadmin.commands.context import CommandContext
 from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("queue", metavar="QUEUE", help="queue to read (messages stay, marked redelivered)")
-    parser.add_argument("file", type=Path, metavar="FILE", help="JSONL file to write")
+    parser.add_argument("file", type=Path, metavar="FILE", help="JSONL file to write (a new file, 0600)")
+    add_force(parser, "FILE")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
         admin.capabilities.require(Operation.EXPORT)
-        report = export(admin.open_transfer(args.queue), args.queue, args.file)
+        report = export(admin.open_transfer(args.queue), args.queue, args.file, force=args.force)
     ctx.progress(f"export: {report.moved} message(s) written to {args.file}")
     return ctx.finish(report)

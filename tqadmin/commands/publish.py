@@ -9,11 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tqadmin import audit
-from tqadmin.commands.arguments import positive
+from tqadmin.commands.arguments import add_force, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
 from tqadmin.plugin.transport import Outcome
+from tqadmin.private_file import open_private, refusal
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +27,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exchange", help="RabbitMQ: publish to this exchange as it is (declares nothing)")
     parser.add_argument("--routing-key", help="RabbitMQ: routing key (default: the queue name)")
     parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R jobs a second")
-    parser.add_argument("--report", type=Path, metavar="FILE", help="write the per-job report (JSON) here")
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="write the per-job report (JSON; a new file, 0600) here"
+    )
+    add_force(parser, "the --report FILE")
     # --timeout S is the global option: each broker call, a blocked connection and the wait for confirms.
 
 
@@ -36,7 +40,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
     jobs = load_jobs(args.job, args.from_file)
     if args.report is not None:
-        _check_writable(args.report)
+        _check_writable(args.report, args.force)
     options = {
         name: value
         for name, value in (("exchange", args.exchange), ("routing_key", args.routing_key))
@@ -56,8 +60,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     document = report.to_json()
     if args.report is not None:
         try:
-            args.report.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        except OSError as exc:
+            with open_private(args.report, force=args.force) as file:
+                file.write(json.dumps(document, indent=1) + "\n")
+        except (OSError, UsageError) as exc:
             raise TqadminError(f"the jobs were published but --report {args.report} failed: {exc}") from None
     confirmed = report.count(Outcome.CONFIRMED)
     audit.append(
@@ -87,8 +92,11 @@ def _check_options(options: Mapping[str, str], understood: frozenset[str], broke
         raise UsageError(f"{flags}: the {broker} broker has no exchanges; publish with --queue Q")
 
 
-def _check_writable(path: Path) -> None:
+def _check_writable(path: Path, force: bool) -> None:
     """Refuse an unwritable ``--report`` before anything is sent, not after (the jobs could not be unsent)."""
+    refused = refusal(path, force=force)
+    if refused is not None:
+        raise UsageError(f"--report: {refused}")
     if path.exists():
         writable = path.is_file() and os.access(path, os.W_OK)
     else:

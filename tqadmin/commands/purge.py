@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from tqadmin.admin.purge import purge_with_backup
+from tqadmin.commands.arguments import add_force
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import finish
@@ -24,8 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--backup",
         type=Path,
         metavar="FILE",
-        help="write every message to FILE (JSONL; a new file, never overwritten) first",
+        help="write every message to FILE (JSONL; a new file, 0600; an existing one only with --force) first",
     )
+    add_force(parser, "the --backup FILE")
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -36,7 +38,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         admin.capabilities.require(Operation.PURGE)
         admin.require_writable("purge", args.queue)
         if args.backup is not None:
-            return finish(ctx, purge_with_backup(admin.open_transfer(args.queue), args.queue, args.backup))
+            session = admin.open_transfer(args.queue)
+            return finish(ctx, purge_with_backup(session, args.queue, args.backup, force=args.force))
         purged = admin.purge(args.queue)
     report = ActionReport(action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged)
     return ctx.finish(report)

@@ -42,12 +42,15 @@ class Capabilities:
     ``server_side_replay`` is whether the broker's own redrive can send a dead-letter queue's messages back
     where they came from (:meth:`~tqadmin.plugin.base.BrokerAdmin.server_side_replay`, an SQS message move
     task): replay then takes that path by default when nothing asks for the client (no filter, limit, rate
-    or dry run), without looking at the messages first.
+    or dry run), without looking at the messages first. ``peek_counts_delivery`` is whether a look adds one
+    to each message's delivery count where the broker keeps one (RabbitMQ's get and requeue, an SQS
+    receive), so a screen says "one more after this look" only where it is true.
     """
 
     supported: frozenset[Operation]
     reasons: tuple[tuple[Operation, str], ...] = ()
     peek_cost: str = ""
+    peek_counts_delivery: bool = False
     unavailable: tuple[tuple[str, str], ...] = ()
     broker_headers: frozenset[str] = frozenset()
     server_side_rewrites: bool = False

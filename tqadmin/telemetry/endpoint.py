@@ -2,11 +2,15 @@
 
 It binds 127.0.0.1 unless told otherwise, because the figures name queues and task types: exposing them beyond
 the host is the operator's decision (``--metrics-host 0.0.0.0``). Each scrape renders a fresh snapshot; the
-server runs on daemon threads so it never holds the worker up when it stops.
+server runs on daemon threads so it never holds the worker up when it stops. A scrape that fails is a 500 and
+one log line with its traceback, through the logging handler (masked: a store URL in the error keeps its
+password hidden), never the traceback ``socketserver`` would print raw to stderr.
 """
 
 from __future__ import annotations
 
+import logging
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +19,14 @@ from types import TracebackType
 from tqadmin.errors import UsageError
 from tqadmin.telemetry.prometheus import CONTENT_TYPE, render
 from tqadmin.telemetry.snapshot import WorkerSnapshot
+
+log = logging.getLogger("tqadmin.metrics")
+
+
+class _LoggingServer(ThreadingHTTPServer):
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client: object) -> None:
+        """A request that failed past the handler (the scraper hung up mid-answer): logged, masked."""
+        log.warning("metrics request from %s failed", client, exc_info=True)
 
 
 class MetricsServer:
@@ -26,7 +38,12 @@ class MetricsServer:
                 if self.path.split("?", 1)[0] != "/metrics":
                     self.send_error(404, "only /metrics is served here")
                     return
-                body = render(snapshot()).encode("utf-8")
+                try:
+                    body = render(snapshot()).encode("utf-8")
+                except Exception:
+                    log.error("metrics scrape failed", exc_info=True)
+                    self.send_error(500, "metrics unavailable: see the worker's log")
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", CONTENT_TYPE)
                 self.send_header("Content-Length", str(len(body)))
@@ -37,7 +54,7 @@ class MetricsServer:
                 """Scrapes every few seconds would drown the worker's log."""
 
         try:
-            self._server = ThreadingHTTPServer((host, port), Handler)
+            self._server = _LoggingServer((host, port), Handler)
         except OSError as exc:
             why = exc.strerror or exc
             raise UsageError(

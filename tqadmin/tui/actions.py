@@ -32,12 +32,14 @@ Progress = Callable[[int, int | None], None]
 
 @dataclass(frozen=True, slots=True)
 class ActionRequest:
-    """What the user asked for; ``target`` is the destination queue or, for export, the file."""
+    """What the user asked for; ``target`` is the destination queue or, for export, the file, which
+    replaces an existing file only with ``force`` (the dialog asks first)."""
 
     action: str
     source: str
     target: str | None = None
     filter: str | None = None
+    force: bool = False
 
     @property
     def needs_target(self) -> bool:
@@ -159,7 +161,8 @@ def execute(
         admin.open_transfer(request.source), progress, cancel, acks=request.action != "export"
     )
     if request.action == "export":
-        report = export(watched, request.source, Path(request.target or f"{request.source}.jsonl"))
+        path = Path(request.target or f"{request.source}.jsonl")
+        report = export(watched, request.source, path, force=request.force)
         return _cancelled(report, watched, request) if watched.cancelled else report
     outcome = transfer(watched, _transfer_plan(request, dry_run=False, deaths=admin.deaths))
     report = _cancelled(outcome.report, watched, request) if watched.cancelled else outcome.report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.tui.views import CronView, TelemetryView
 
@@ -42,18 +43,20 @@ class SidePolled(Message):
 
 
 class MessagesPeeked(Message):
-    """A peek's result, with what the broker recorded of each message's deaths (read in the poll thread)."""
+    """A peek's result, with what the broker recorded of each message's deaths (read in the poll thread) and
+    what the plugin declares (what a look costs, which headers it writes itself)."""
 
     def __init__(
         self,
         result: PeekResult,
+        capabilities: Capabilities,
         deaths: tuple[tuple[DeathRecord, ...], ...] = (),
-        broker_headers: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__()
         self.result = result
+        self.capabilities = capabilities
         self.deaths = deaths
-        self.broker_headers = broker_headers
+        self.broker_headers = capabilities.broker_headers
 
 
 class PeekFailed(Message):

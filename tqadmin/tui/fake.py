@@ -35,6 +35,7 @@ FAKE_CAPABILITIES = Capabilities(
         "fake broker, modelled on RabbitMQ: peek gets and requeues, which marks the messages redelivered and"
         " counts a delivery; order is kept"
     ),
+    peek_counts_delivery=True,
     broker_headers=frozenset({"x-death"}),
 )
 TASK_TYPES = ("resize_image", "send_email", "generate_report")

@@ -8,6 +8,7 @@ every message not yet confirmed at its destination where it was.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -18,6 +19,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, ProgressBar, Static
 
+from tqadmin import private_file
 from tqadmin.plugin.models import ActionReport
 from tqadmin.tui import actions
 from tqadmin.tui.connect import describe_error
@@ -47,6 +49,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
         self.plan: ActionReport | None = None
         self.cancel_event = threading.Event()
         self.running = False
+        self.replace_asked: str | None = None  # the export file the user was asked about replacing
 
     @property
     def tq(self) -> TqadminApp:
@@ -89,8 +92,11 @@ class ActionScreen(ModalScreen[ActionReport | None]):
             if self.request.needs_target and not target:
                 self.notify("a destination is needed", severity="warning")
                 return
+            force = self.request.action == "export" and target == self.replace_asked
+            if self.request.action == "export" and not self._may_write(target, force):
+                return
             self.request = actions.ActionRequest(
-                self.request.action, self.request.source, target or None, self.request.filter
+                self.request.action, self.request.source, target or None, self.request.filter, force
             )
             event.input.disabled = True
             self.start_plan()
@@ -99,6 +105,21 @@ class ActionScreen(ModalScreen[ActionReport | None]):
                 self.notify("the name typed does not match the queue; nothing purged", severity="warning")
                 return
             self.start_run()
+
+    def _may_write(self, target: str, force: bool) -> bool:
+        """An export file that exists is replaced only after a second Enter on the same name; a symbolic
+        link never (:mod:`tqadmin.private_file`)."""
+        refused = private_file.refusal(Path(target), force=force)
+        if isinstance(refused, private_file.FileExists):
+            self.replace_asked = target
+            ask = Text(f"{clean(target)} exists: ", style="bold yellow")
+            ask.append("Enter again replaces it with a new file (0600); or type another name.")
+            self.query_one("#plan", Static).update(ask)
+            return False
+        if refused is not None:
+            self.notify(str(refused), title="export refused", severity="warning")
+            return False
+        return True
 
     def start_plan(self) -> None:
         self.query_one("#plan", Static).update(Text("dry run: counting…", style="dim"))

@@ -118,7 +118,7 @@ class DeadLettersScreen(QueueScreen):
     def run_peek(self, queue: str) -> None:
         try:
             with self.tq.borrowed_admin() as admin:
-                self.post_message(MessagesPeeked(admin.peek(queue, SAMPLE)))
+                self.post_message(MessagesPeeked(admin.peek(queue, SAMPLE), admin.capabilities))
         except Exception as exc:
             self.post_message(PeekFailed(queue, describe_error(exc)))
 
@@ -140,7 +140,7 @@ class DeadLettersScreen(QueueScreen):
             f": {len(event.result.messages)} messages in {len(self.groups)} groups (sampled up to {SAMPLE})"
         )
         self.query_one("#group-title", Static).update(title)
-        self.query_one("#group-cost", Static).update(cost_notice(event.result))
+        self.query_one("#group-cost", Static).update(cost_notice(event.result, event.capabilities))
 
     def on_peek_failed(self, event: PeekFailed) -> None:
         self.query_one("#group-cost", Static).update("")

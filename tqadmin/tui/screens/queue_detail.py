@@ -11,8 +11,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
 from tqadmin.frameworks import summarise
+from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import delay_queues_of
-from tqadmin.plugin.models import HEADER_REASON, Message
+from tqadmin.plugin.models import HEADER_REASON, Message, QueueStats
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.model import human_count, human_duration, human_rate
@@ -22,6 +23,26 @@ from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.peek_cost import cost_notice
 
 PEEK_COUNT = 20
+NOT_AVAILABLE = "n/a"
+# The header's figures a broker may be unable to give: (label, QueueStats field).
+OPTIONAL_FIGURES = (
+    ("consumers", "consumers"),
+    ("pub", "publish_rate"),
+    ("ack", "ack_rate"),
+    ("oldest", "oldest_age_s"),
+)
+
+
+def unavailable(stats: QueueStats, capabilities: Capabilities | None) -> dict[str, str]:
+    """The header's figures this broker cannot give, by label, with the plugin's reason: shown as "n/a" and
+    the reason, never as a raw ``None`` or a blank that reads as "none"."""
+    if capabilities is None:
+        return {}
+    return {
+        label: reason
+        for label, name in OPTIONAL_FIGURES
+        if getattr(stats, name) is None and (reason := capabilities.why_unavailable(name))
+    }
 
 
 def message_row(message: Message) -> tuple[Text, ...]:
@@ -74,11 +95,18 @@ class QueueDetailScreen(QueueScreen):
         if stats is None:
             text.append("  (not in the last listing)", style="dim")
         else:
+            missing = unavailable(stats, self.tq.capabilities)
+
+            def shown(label: str, value: str) -> str:
+                return NOT_AVAILABLE if label in missing else value
+
             text.append(
                 f"  ready {human_count(stats.ready)}  in flight {human_count(stats.unacked)}"
-                f"  total {human_count(stats.messages)}  consumers {stats.consumers}"
-                f"  pub {human_rate(stats.publish_rate)}  ack {human_rate(stats.ack_rate)}"
-                f"  oldest {human_duration(stats.oldest_age_s)}"
+                f"  total {human_count(stats.messages)}"
+                f"  consumers {shown('consumers', human_count(stats.consumers))}"
+                f"  pub {shown('pub', human_rate(stats.publish_rate))}"
+                f"  ack {shown('ack', human_rate(stats.ack_rate))}"
+                f"  oldest {shown('oldest', human_duration(stats.oldest_age_s))}"
             )
             if stats.dlq:
                 text.append(f"  DLQ {clean(stats.dlq)}: {human_count(stats.dlq_messages)}")
@@ -86,6 +114,9 @@ class QueueDetailScreen(QueueScreen):
             if tiers:
                 text.append(f"\n retry delay queues ({human_count(stats.delayed)} waiting): ")
                 text.append("  ".join(f"{clean(t.name)} {human_count(t.messages)}" for t in tiers))
+            if missing:  # the broker's reason, as `tqadmin queues` prints it under its table
+                reasons = "; ".join(f"{label}: {clean(reason)}" for label, reason in missing.items())
+                text.append(f"\n {NOT_AVAILABLE}: {reasons}", style="dim")
         self.query_one("#queue-figures", Static).update(text)
 
     def action_peek(self) -> None:
@@ -98,7 +129,7 @@ class QueueDetailScreen(QueueScreen):
             with self.tq.borrowed_admin() as admin:
                 result = admin.peek(self.queue, PEEK_COUNT)
                 deaths = tuple(admin.deaths(m) for m in result.messages)
-                self.post_message(MessagesPeeked(result, deaths, admin.capabilities.broker_headers))
+                self.post_message(MessagesPeeked(result, admin.capabilities, deaths))
         except Exception as exc:
             self.post_message(PeekFailed(self.queue, describe_error(exc)))
 
@@ -112,7 +143,7 @@ class QueueDetailScreen(QueueScreen):
         cost = Text(
             f" {len(self.peeked)} messages peeked (only on opening and on r, never on a timer).\n", end=""
         )
-        cost.append_text(cost_notice(event.result))
+        cost.append_text(cost_notice(event.result, event.capabilities))
         self.query_one("#peek-cost", Static).update(cost)
 
     def on_peek_failed(self, event: PeekFailed) -> None:

@@ -11,7 +11,7 @@ from textual_plotext import PlotextPlot
 
 from tqadmin.tui.model import human_duration
 from tqadmin.tui.text import clean
-from tqadmin.tui.views import Latency, TelemetryView
+from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView
 
 
 def seconds(value: float | None) -> str:
@@ -50,11 +50,20 @@ def summary_text(view: TelemetryView | None, error: str | None) -> Text:
     return text
 
 
+def ran(task_type: TaskTypeView) -> bool:
+    """Whether any run of the task type was recorded. One that never ran (``(malformed)``: bodies with no
+    task type, dead-lettered before any run) has no counts and no latencies, so its row would be all dashes
+    and zeros: it is left out of the table, and the dead-letters screen counts those messages under their
+    reason."""
+    return bool(task_type.done or task_type.failed or task_type.wait.buckets or task_type.run.buckets)
+
+
 def percentiles_table(view: TelemetryView | None) -> Table:
+    """Done, failed and the latency percentiles of each task type that ran in the window."""
     table = Table(box=None, expand=True, padding=(0, 1), pad_edge=False, header_style="bold")
     for header in HEADERS:
         table.add_column(header, justify="left" if header == "task type" else "right", no_wrap=True)
-    for t in view.task_types if view else ():
+    for t in filter(ran, view.task_types if view else ()):
         failed = Text(str(t.failed), style="red" if t.failed else "", justify="right")
         times = [seconds(v) for v in (t.wait.p50, t.wait.p95, t.wait.p99, t.run.p50, t.run.p95, t.run.p99)]
         table.add_row(Text(clean(t.name)), str(t.done), failed, *times)
