@@ -77,9 +77,14 @@ class Settings:
     def require_writable(self, action: str) -> None:
         """Raise before anything is sent when this profile may not write (:class:`ReadOnly`) or the write
         could not be audited."""
+        self.refuse_if_read_only(action)
+        audit.ensure_writable(self.audit_log)
+
+    def refuse_if_read_only(self, action: str) -> None:
+        """Raise :class:`ReadOnly` when this profile may not write: alone for a writer that keeps no audit
+        record (a worker), which an unwritable audit log must not stop."""
         if self.read_only:
             raise ReadOnly(action, self.profile)
-        audit.ensure_writable(self.audit_log)
 
     def broker_config(self) -> BrokerConfig:
         """What the broker plugin connects with: the URL, the timeout and its own options."""
