@@ -181,17 +181,19 @@ class SQLiteFile:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the write lock from its start; rolled back on any exception."""
+        """One write transaction holding the write lock from its start; rolled back on any exception,
+        a failed ``COMMIT`` included (SQLite leaves the transaction open then, holding the file's lock)."""
         with self.translated(), writer_lock(self._key):
             connection = self.connection()
             self._begin(connection)
             try:
                 yield connection
+                connection.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
+                if connection.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
                 raise
-            connection.execute("COMMIT")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

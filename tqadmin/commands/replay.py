@@ -20,7 +20,6 @@ from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import (
     add_transfer_options,
-    check_target,
     finish,
     plan_from,
     require_writable_queues,
@@ -31,7 +30,7 @@ from tqadmin.commands.transfer_options import (
     want_server_side,
 )
 from tqadmin.errors import UsageError
-from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.base import BrokerAdmin, refuse_onto_itself
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
 from tqadmin.store import open_store
 
@@ -53,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "replay")
-    check_target("replay", args.source, args.to)
+    refuse_onto_itself("replay", args.source, args.to)
     with ExitStack() as stack:
         already_done = completion_lookup(ctx, stack) if args.skip_done else None
         return _replay(args, ctx, already_done)
