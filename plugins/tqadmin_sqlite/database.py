@@ -58,11 +58,17 @@ class Tx:
 
 
 class BrokerFile:
-    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created."""
+    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created. ``create``:
+    the transport face (publish, consume) creates a file that does not exist yet; the admin face, whose
+    reads must not leave a file behind, refuses it (:class:`~tqadmin.errors.NoDatabase`)."""
 
-    def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = time.time, *, create: bool) -> None:
         self.file = SQLiteFile(
-            path_of(config.url), url=config.url, what="SQLite broker", timeout_s=config.timeout_s
+            path_of(config.url),
+            url=config.url,
+            what="SQLite broker",
+            create=create,
+            timeout_s=config.timeout_s,
         )
         self.clock = clock
         self._pruned_ms: int | None = None  # broker time of this process's last pruning

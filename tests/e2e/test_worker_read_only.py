@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fresh_home import environment as fresh_environment
+from fresh_home import tqadmin as fresh_tqadmin
 
 TASKS = """
 from pathlib import Path
@@ -30,20 +32,11 @@ def home(tmp_path: Path) -> Path:
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TQADMIN_", "XDG_"))}
-    env.update({"HOME": str(home), "TQADMIN_AUDIT_LOG": str(home / "audit.jsonl"), **extra})
-    return env
+    return fresh_environment(home, **{"TQADMIN_AUDIT_LOG": str(home / "audit.jsonl"), **extra})
 
 
 def tqadmin(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tqadmin.cli", *args],
-        env=environment(home, **env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return fresh_tqadmin(home, *args, **{"TQADMIN_AUDIT_LOG": str(home / "audit.jsonl"), **env})
 
 
 def worker(home: Path, *global_options: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ CHILD = "CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE IN
 
 
 def opened(path: Path) -> SQLiteFile:
-    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5)
+    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5, create=True)
 
 
 def test_a_commit_that_fails_is_rolled_back_and_frees_the_write_lock(tmp_path: Path) -> None:
