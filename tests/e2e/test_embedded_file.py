@@ -30,6 +30,8 @@ def noop(ctx, job):
 """
 JOB = json.dumps({"task_type": "noop", "id": "j-1"})
 
+pytestmark = pytest.mark.usefixtures("usual_umask")  # 022: a plain create would give 0644, 0755
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
@@ -44,7 +46,6 @@ def everything_under(folder: Path) -> list[str]:
 
 
 def test_publish_creates_the_file_0600_in_a_folder_0700(tmp_path: Path) -> None:
-    os.umask(0o022)  # the usual umask, under which a plain create gives 0644 and 0755
     published = tqadmin(tmp_path, "publish", "--queue", "q", "--job", JOB)
     assert published.returncode == 0, published.stderr
     db = default_file(tmp_path)
@@ -55,7 +56,6 @@ def test_publish_creates_the_file_0600_in_a_folder_0700(tmp_path: Path) -> None:
 
 
 def test_a_worker_creates_the_file_and_its_wal_and_shm_0600(tmp_path: Path) -> None:
-    os.umask(0o022)
     (tmp_path / "tasks.py").write_text(TASKS)
     command = [sys.executable, "-m", "tqadmin.cli", "worker", "--queue", "q", "--tasks", "tasks.py"]
     worker = subprocess.Popen(
