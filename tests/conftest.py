@@ -170,3 +170,11 @@ def redis_cluster_url() -> Iterator[str]:
     from redis_servers import shared_cluster
 
     yield shared_cluster().url
+
+
+@pytest.fixture
+def usual_umask() -> Iterator[None]:
+    """The usual umask, 022, for a test of the modes tqadmin gives what it creates (restored after)."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import ConfigError
+from tqadmin.private import PRIVATE_FILE, make_private_folder
 
 
 def ensure_writable(path: Path) -> None:
     """Fail before a write action is sent when its audit record could not be kept."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+        make_private_folder(path.parent)
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE))
     except OSError as exc:
         raise ConfigError(
             f"cannot write the audit log {path}: {exc.strerror}; fix it or set TQADMIN_AUDIT_LOG;"
@@ -49,8 +50,8 @@ def append(
     if extra:
         record.update(extra)
     line = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    make_private_folder(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
         os.write(fd, line)
     finally:

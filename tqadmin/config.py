@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin import audit
-from tqadmin.errors import ConfigError, ReadOnly
+from tqadmin.errors import ConfigError, NoDatabase, ReadOnly
 from tqadmin.masking import mask_url, masked_repr
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
+from tqadmin.sqlite_file import path_of
 
 EMBEDDED_FILE = Path("tqadmin") / "tqadmin.db"
 DEFAULT_TIMEOUT_S = 10.0
@@ -70,16 +71,38 @@ class Settings:
     thresholds: Thresholds = field(default_factory=Thresholds)
     verbose: bool = False
     explicit_broker: bool = False
+    explicit_store: bool = False
 
     def __repr__(self) -> str:
         return masked_repr(self)
 
+    def not_created_yet(self, missing: NoDatabase) -> str | None:
+        """What a read shows instead of failing when ``missing`` is the embedded default file that nothing
+        has created yet (a fresh machine: the normal state, not an error); ``None`` when the user named the
+        file (``--broker``, ``--store``, environment, profile), where a missing file is likely a typo."""
+        defaults = [
+            url
+            for url, named in ((self.broker_url, self.explicit_broker), (self.store_url, self.explicit_store))
+            if not named and url.startswith("sqlite:")
+        ]
+        if not any(path_of(url) == missing.path for url in defaults):
+            return None
+        return (
+            f"nothing here yet: {missing.path} does not exist; tqadmin demo, tqadmin publish or a worker"
+            " creates it"
+        )
+
     def require_writable(self, action: str) -> None:
         """Raise before anything is sent when this profile may not write (:class:`ReadOnly`) or the write
         could not be audited."""
+        self.refuse_if_read_only(action)
+        audit.ensure_writable(self.audit_log)
+
+    def refuse_if_read_only(self, action: str) -> None:
+        """Raise :class:`ReadOnly` when this profile may not write: alone for a writer that keeps no audit
+        record (a worker), which an unwritable audit log must not stop."""
         if self.read_only:
             raise ReadOnly(action, self.profile)
-        audit.ensure_writable(self.audit_log)
 
     def broker_config(self) -> BrokerConfig:
         """What the broker plugin connects with: the URL, the timeout and its own options."""
@@ -170,11 +193,12 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
     if not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError("timeout must be a positive number of seconds")
     audit = env.get("TQADMIN_AUDIT_LOG") or profile.get("audit_log") or str(DEFAULT_AUDIT_LOG)
+    store = pick(overrides.store_url, "TQADMIN_STORE_URL", "store")
     return Settings(
         profile=profile_name,
         broker_url=broker_url,
         broker_options=options,
-        store_url=pick(overrides.store_url, "TQADMIN_STORE_URL", "store") or embedded_url(env),
+        store_url=store or embedded_url(env),
         read_only=read_only,
         production=_flag(profile, "production"),
         timeout_s=float(timeout),
@@ -183,6 +207,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         thresholds=_thresholds(profile.get("thresholds", profile)),
         verbose=overrides.verbose,
         explicit_broker=broker is not None,
+        explicit_store=store is not None,
     )
 
 

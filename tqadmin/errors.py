@@ -8,6 +8,7 @@ broker or library produced it. Messages are written for the person on call: what
 from __future__ import annotations
 
 from enum import IntEnum
+from pathlib import Path
 
 
 class ExitCode(IntEnum):
@@ -50,6 +51,19 @@ class ConnectError(TqadminError):
 
 class Unreachable(ConnectError):
     """Refused, reset, DNS failure or TLS failure."""
+
+
+class NoDatabase(Unreachable):
+    """The SQLite file a read was pointed at does not exist: a read never creates one, so that a mistyped
+    path is said, not shown as an empty broker. ``path`` lets a caller tell the embedded default that
+    nothing has created yet (a fresh machine, not an error) from a path the user named."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(
+            f"no SQLite database at {path} (the {what}): check the path; tqadmin publish, a worker, cron"
+            " or demo create one"
+        )
+        self.path = path
 
 
 class ConnectTimeout(ConnectError):

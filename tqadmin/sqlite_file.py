@@ -20,6 +20,10 @@ Why each setting:
   on SQLite's own lock.
 - **no network filesystem**: WAL needs memory shared between the processes (the ``-shm`` file) and working
   POSIX locks, which NFS, SMB and FUSE mounts do not give; such a path is refused.
+- **private, and created by writers only**: the file holds message bodies and job state, so a writer creates
+  it 0600 in folders it creates 0700 (SQLite gives the ``-wal`` and ``-shm`` files the database's mode). A
+  reader never creates it, nor its folder: a path that does not exist is :class:`NoDatabase`, so a typo is
+  said instead of looking like an empty broker (and leaving a stray file behind).
 """
 
 from __future__ import annotations
@@ -32,9 +36,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
-from tqadmin.errors import BadResponse, BrokerError, ConfigError, ConnectTimeout, NotAuthorized, Unreachable
+from tqadmin.errors import (
+    BadResponse,
+    BrokerError,
+    ConfigError,
+    ConnectTimeout,
+    NoDatabase,
+    NotAuthorized,
+    Unreachable,
+)
 from tqadmin.masking import mask_url
+from tqadmin.private import PRIVATE_FILE, make_private_folder
 
 MOUNTS = Path("/proc/mounts")
 # Filesystem types (as /proc/mounts names them) whose locks or shared memory SQLite's WAL cannot rely on.
@@ -110,10 +124,11 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
 class SQLiteFile:
     """Connections to one database file, one per thread, and its write and read transactions.
 
-    ``what`` names the file's user in messages ("state store", "SQLite broker").
+    ``what`` names the file's user in messages ("state store", "SQLite broker"); ``create``: whether this
+    user writes, and so may create the file (and its folders) when it does not exist yet.
     """
 
-    def __init__(self, path: Path, *, url: str, what: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, path: Path, *, url: str, what: str, create: bool, timeout_s: float = 10.0) -> None:
         self.path = path
         self.url = url
         self.what = what
@@ -122,7 +137,13 @@ class SQLiteFile:
         self._connections: list[tuple[int, sqlite3.Connection]] = []  # (pid that opened it, connection)
         self._lock = threading.Lock()
         self._check_place()
+        if create:
+            self._create()
+        elif not path.is_file():
+            raise NoDatabase(path, what)
         self._key = os.path.realpath(path)
+        # mode=rw: never create the file, even should it vanish while open (a new one would be empty)
+        self._uri = f"file:{quote(str(path))}?mode=rw"
 
     @property
     def where(self) -> str:
@@ -136,10 +157,19 @@ class SQLiteFile:
                 f"{self.where}: {self.path} is on a network filesystem ({kind} at {point}); SQLite's WAL"
                 " needs a local disk shared by processes of one host: put the file on a local path"
             )
+
+    def _create(self) -> None:
+        """The file, 0600, and its missing folders, 0700, unless they exist."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.path.parent)
         except OSError as exc:
             raise Unreachable(f"cannot create the directory of the {self.where}: {exc.strerror}") from None
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise Unreachable(f"cannot create the {self.where}: {exc.strerror}") from None
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (a forked child never reuses its parent's)."""
@@ -147,7 +177,7 @@ class SQLiteFile:
         if connection is None or getattr(self._local, "pid", None) != os.getpid():
             with self.translated():
                 connection = sqlite3.connect(
-                    self.path, timeout=self.timeout_s, isolation_level=None, check_same_thread=False
+                    self._uri, timeout=self.timeout_s, isolation_level=None, check_same_thread=False, uri=True
                 )
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
@@ -181,17 +211,19 @@ class SQLiteFile:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the write lock from its start; rolled back on any exception."""
+        """One write transaction holding the write lock from its start; rolled back on any exception,
+        a failed ``COMMIT`` included (SQLite leaves the transaction open then, holding the file's lock)."""
         with self.translated(), writer_lock(self._key):
             connection = self.connection()
             self._begin(connection)
             try:
                 yield connection
+                connection.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
+                if connection.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
                 raise
-            connection.execute("COMMIT")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

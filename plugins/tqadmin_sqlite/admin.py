@@ -28,7 +28,7 @@ class SQLiteAdmin(BrokerAdmin):
     capabilities: ClassVar[Capabilities] = CAPABILITIES
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
-        self.broker = BrokerFile(config, clock)
+        self.broker = BrokerFile(config, clock, create=False)  # a look never creates the file
 
     def list_queues(self) -> QueueListing:
         with self.broker.read() as (db, now_ms):

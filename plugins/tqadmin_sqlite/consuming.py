@@ -36,9 +36,6 @@ log = logging.getLogger("tqadmin.worker")
 
 BEAT_S = 1.0  # how often a consumer says it is alive (the listing counts those seen within LIVE_S)
 LIVE_S = 10.0
-PRUNE_S = 60.0
-KEEP_RATES_S = 300
-FORGET_CONSUMER_S = 3600
 IDLE_POLL_S = (0.002, 0.05)  # first wait, longest wait (doubled while nothing changes)
 RETRY_TURN_S = 1.0
 
@@ -62,7 +59,6 @@ class SQLiteConsumer(Consumer):
         self._stop = False
         self._drained = False
         self._beat_at = -BEAT_S
-        self._pruned_at = -PRUNE_S
         self._version: int | None = None  # data_version seen before the last claim that came back short
         self._next_due_ms: int | None = None
 
@@ -172,12 +168,6 @@ class SQLiteConsumer(Consumer):
             " ON CONFLICT (id) DO UPDATE SET seen_ms = excluded.seen_ms",
             (self.id, self.queue, tx.now_ms),
         )
-        if now - self._pruned_at >= PRUNE_S:
-            self._pruned_at = now
-            tx.db.execute("DELETE FROM tqb_rates WHERE second < ?", (tx.now_ms // 1000 - KEEP_RATES_S,))
-            tx.db.execute(
-                "DELETE FROM tqb_consumers WHERE seen_ms < ?", (tx.now_ms - FORGET_CONSUMER_S * 1000,)
-            )
 
     def _goodbye(self) -> None:
         """Leave the listing at once (a consumer that dies instead drops out after ``LIVE_S``)."""

@@ -39,6 +39,12 @@ SCHEMA = (
 
 Clock = Callable[[], float]
 
+# Every writer (publisher, consumer, admin) prunes, at its first write and then once a PRUNE_S of broker
+# time: so ``tqb_rates`` holds at most (KEEP_RATES_S + PRUNE_S) rows per queue, however the file is used.
+PRUNE_S = 60
+KEEP_RATES_S = 300  # the listing reads the last RATE_WINDOW_S; a few minutes are kept for a closer look
+FORGET_CONSUMER_S = 3600
+
 
 @dataclass(slots=True)
 class Tx:
@@ -52,13 +58,20 @@ class Tx:
 
 
 class BrokerFile:
-    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created."""
+    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created. ``create``:
+    the transport face (publish, consume) creates a file that does not exist yet; the admin face, whose
+    reads must not leave a file behind, refuses it (:class:`~tqadmin.errors.NoDatabase`)."""
 
-    def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = time.time, *, create: bool) -> None:
         self.file = SQLiteFile(
-            path_of(config.url), url=config.url, what="SQLite broker", timeout_s=config.timeout_s
+            path_of(config.url),
+            url=config.url,
+            what="SQLite broker",
+            create=create,
+            timeout_s=config.timeout_s,
         )
         self.clock = clock
+        self._pruned_ms: int | None = None  # broker time of this process's last pruning
         with self.file.translated():
             created = (
                 self.file.connection()
@@ -89,6 +102,7 @@ class BrokerFile:
                 (tx.now_ms,),
             )
             _count(tx)
+            self._prune(tx)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[tuple[sqlite3.Connection, int]]:
@@ -96,6 +110,14 @@ class BrokerFile:
         with self.file.read() as db:
             (mark,) = db.execute("SELECT COALESCE(MAX(now_ms), 0) FROM tqb_clock").fetchone()
             yield db, max(self.wall_ms(), mark)
+
+    def _prune(self, tx: Tx) -> None:
+        """Drop rate counters and consumer rows too old to matter, once a ``PRUNE_S`` (broker time)."""
+        if self._pruned_ms is not None and tx.now_ms - self._pruned_ms < PRUNE_S * 1000:
+            return
+        self._pruned_ms = tx.now_ms
+        tx.db.execute("DELETE FROM tqb_rates WHERE second < ?", (tx.now_ms // 1000 - KEEP_RATES_S,))
+        tx.db.execute("DELETE FROM tqb_consumers WHERE seen_ms < ?", (tx.now_ms - FORGET_CONSUMER_S * 1000,))
 
     def close(self) -> None:
         self.file.close()

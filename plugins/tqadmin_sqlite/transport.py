@@ -33,7 +33,7 @@ class SQLiteTransport(BrokerTransport):
     capabilities: ClassVar[TransportCapabilities] = TRANSPORT_CAPABILITIES
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
-        self.broker = BrokerFile(config, clock)
+        self.broker = BrokerFile(config, clock, create=True)
 
     def declare(self, queue: str) -> None:
         with self.broker.write() as tx:

@@ -206,7 +206,7 @@ class SQLiteHarness(PluginFaces):
         self._dir = tempfile.TemporaryDirectory(prefix="contract-sqlite-")
         path = Path(self._dir.name) / "broker.db"
         self.url = f"sqlite:///{path}"
-        with self.admin():  # the plugin lays out its tables in the new file
+        with self.transport():  # the plugin creates the file (a writer: the admin face never does)
             pass
         self._db = sqlite3.connect(path, isolation_level=None)
 

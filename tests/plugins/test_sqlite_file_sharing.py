@@ -36,7 +36,7 @@ CLAIM_THEN_DIE = """
     from tqadmin_sqlite.database import BrokerFile
     from tqadmin_sqlite import rows
 
-    broker = BrokerFile(BrokerConfig(url=sys.argv[1]))
+    broker = BrokerFile(BrokerConfig(url=sys.argv[1]), create=True)
     commit = sys.argv[2] == "commit"
     with broker.write() as tx:
         taken = rows.claim(tx, "q", "doomed", 100, 500)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from tqadmin.admin.scan import Deaths, no_deaths
 from tqadmin.errors import PartialFailure, TqadminError
 from tqadmin.frameworks import summarise
-from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.base import Delivery, TransferSession, refuse_onto_itself
 from tqadmin.plugin.models import (
     HEADER_ORIGINAL_QUEUE,
     HEADER_REPLAYS,
@@ -28,6 +28,8 @@ from tqadmin.plugin.models import (
 
 DEFAULT_WINDOW = 500
 PROGRESS_EVERY_S = 1.0
+
+ONTO_ITSELF = "its target is the queue it is in"
 
 Route = Callable[[Message], str | None]
 Progress = Callable[[str], None]
@@ -62,6 +64,9 @@ class TransferPlan:
     already_done: Callable[[Sequence[str]], set[str]] | None = None
     window: int = DEFAULT_WINDOW
     unrouted_reason: str = "no target queue"
+
+    def __post_init__(self) -> None:
+        refuse_onto_itself(self.action, self.source, self.target)
 
 
 @dataclass(slots=True)
@@ -160,9 +165,9 @@ def _choose(deliveries: Sequence[Delivery], plan: TransferPlan, tally: _Tally) -
     chosen: list[tuple[str, Delivery]] = []
     for delivery in matching:
         target = plan.route(delivery.message)
-        if target is None:
+        if target is None or target == plan.source:
             tally.failed += 1
-            tally.reasons[plan.unrouted_reason] += 1
+            tally.reasons[plan.unrouted_reason if target is None else ONTO_ITSELF] += 1
         else:
             chosen.append((target, delivery))
     return chosen

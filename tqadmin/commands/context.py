@@ -10,7 +10,7 @@ from typing import Any
 
 from tqadmin import audit
 from tqadmin.config import Settings
-from tqadmin.errors import ExitCode
+from tqadmin.errors import ExitCode, NoDatabase
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
@@ -43,6 +43,14 @@ class CommandContext:
     def progress(self, text: str) -> None:
         """Progress goes to stderr so that stdout stays one parseable document."""
         print(text, file=sys.stderr, flush=True)
+
+    def unless_fresh(self, missing: NoDatabase) -> None:
+        """Carry on with empty results on a fresh machine (the embedded default not created yet), saying
+        where the file will be on stderr; re-raise for a file the user named (exit 3, naming it)."""
+        note = self.settings.not_created_yet(missing)
+        if note is None:
+            raise missing
+        self.progress(note)
 
     def finish(self, report: ActionReport) -> int:
         """Audit, print and pick the exit code of an admin action."""

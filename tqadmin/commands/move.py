@@ -8,7 +8,6 @@ from tqadmin.admin.transfer import TransferOutcome, to_queue
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import (
     add_transfer_options,
-    check_target,
     finish,
     plan_from,
     require_writable_queues,
@@ -27,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "move")
-    check_target("move", args.source, args.target)
+    # the plan refuses a move onto the source itself (exit 2), before anything connects
     plan = plan_from(args, action="move", source=args.source, target=args.target, route=to_queue(args.target))
     with ctx.admin() as admin:
         require_writable_queues(admin, ctx, args, "move", args.source, args.target)

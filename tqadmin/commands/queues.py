@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.errors import NoDatabase
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
 
@@ -26,9 +27,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    with ctx.admin() as admin:
-        listing = admin.list_queues()
-        unavailable = dict(admin.capabilities.unavailable)
+    try:
+        with ctx.admin() as admin:
+            listing = admin.list_queues()
+            unavailable = dict(admin.capabilities.unavailable)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+        listing, unavailable = QueueListing(()), {}
     listed = work_queues(listing.queues, include_delay_queues=args.all_queues)
     queues = [q for q in listed if not args.name_filter or args.name_filter in q.name]
     document = {

@@ -20,7 +20,6 @@ from tqadmin.admin.transfer import TransferOutcome, count_replay, replay_route
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import (
     add_transfer_options,
-    check_target,
     finish,
     plan_from,
     require_writable_queues,
@@ -30,8 +29,8 @@ from tqadmin.commands.transfer_options import (
     run_server_side,
     want_server_side,
 )
-from tqadmin.errors import UsageError
-from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.errors import NoDatabase, UsageError
+from tqadmin.plugin.base import BrokerAdmin, refuse_onto_itself
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, ActionReport
 from tqadmin.store import open_store
 
@@ -53,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     require_writable_unless_dry_run(args, ctx, "replay")
-    check_target("replay", args.source, args.to)
+    refuse_onto_itself("replay", args.source, args.to)
     with ExitStack() as stack:
         already_done = completion_lookup(ctx, stack) if args.skip_done else None
         return _replay(args, ctx, already_done)
@@ -109,7 +108,12 @@ def _noted(report: ActionReport, admin: BrokerAdmin) -> ActionReport:
 
 
 def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequence[str]], set[str]]:
-    """``done_among`` of the configured completion store (``--store``), closed when the run ends."""
-    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    """``done_among`` of the configured completion store (``--store``), closed when the run ends; on a
+    fresh machine (no store file yet) no job is done."""
+    try:
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+        return lambda _ids: set()
     stack.callback(store.close)
     return lambda ids: set(store.done_among(ids))

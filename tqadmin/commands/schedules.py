@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from tqadmin.commands.context import CommandContext, table
 from tqadmin.commands.cron import add_namespace_option
-from tqadmin.pipeline.cron.schedule import load_schedules
-from tqadmin.pipeline.cron.status import CronStatus, iso, read_status
+from tqadmin.errors import NoDatabase
+from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
+from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
 from tqadmin.store.lease import open_cron_store
 
 
@@ -25,13 +28,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
-    store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s)
     try:
-        status = read_status(store, file_schedules)
-    finally:
-        store.close()
+        store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, create=False)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+        status = before_any_cron(file_schedules)
+    else:
+        try:
+            status = read_status(store, file_schedules)
+        finally:
+            store.close()
     ctx.emit(status.to_json(), lambda: render(status))
     return 0
+
+
+def before_any_cron(file_schedules: Sequence[Schedule]) -> CronStatus:
+    """What a store no cron has written says (a fresh machine): no leader, token 0, nothing fired yet."""
+    now = time.time()
+    rows = schedule_rows([(s, "file") for s in file_schedules], None, {}, {}, now)
+    return CronStatus(rows, None, 0, (), 0, now)
 
 
 def render(status: CronStatus) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from tqadmin.commands.context import CommandContext, table
-from tqadmin.errors import UsageError
+from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.store import open_store
+from tqadmin.store.base import WorkerHistory
 from tqadmin.telemetry.window import WindowStats, window_stats
 
 DEFAULT_WINDOW_S = 60.0
@@ -27,11 +29,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     window_s = float(args.window_s)
     if window_s <= 0:
         raise UsageError("--window must be a positive number of seconds")
-    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    now_s, histories = time.time(), list[WorkerHistory]()
     try:
-        now_s, histories = store.history(window_s)
-    finally:
-        store.close()
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+    else:
+        try:
+            now_s, histories = store.history(window_s)
+        finally:
+            store.close()
     stats = window_stats(now_s, window_s, histories)
     ctx.emit(stats.to_json(), lambda: describe(stats))
     return 0

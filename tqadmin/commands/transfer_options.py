@@ -64,12 +64,6 @@ def want_server_side(args: argparse.Namespace, extra_reason: str | None = None) 
     return args.side != "client" and reason is None
 
 
-def check_target(action: str, source: str, target: str | None) -> None:
-    """Moving a queue onto itself would only reshuffle it: refuse before connecting."""
-    if target == source:
-        raise UsageError(f"{action}: source and target are the same queue {source!r}")
-
-
 def require_writable_unless_dry_run(args: argparse.Namespace, ctx: CommandContext, action: str) -> None:
     """Writes are refused in read-only mode before connecting; a dry run writes nothing, so it may look."""
     if not args.dry_run:

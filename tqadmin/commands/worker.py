@@ -79,6 +79,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    ctx.settings.refuse_if_read_only("worker")  # it acks, retries and dead-letters: a write, refused first
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
 

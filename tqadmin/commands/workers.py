@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tqadmin.commands.context import CommandContext, table
+from tqadmin.errors import NoDatabase
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 
@@ -16,11 +17,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+    records: list[WorkerRecord] = []
     try:
-        records = store.workers()
-    finally:
-        store.close()
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+    else:
+        try:
+            records = store.workers()
+        finally:
+            store.close()
     document = {"workers": [worker_json(record) for record in records]}
     ctx.emit(document, lambda: describe(records))
     return 0

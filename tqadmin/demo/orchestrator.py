@@ -27,6 +27,7 @@ from tqadmin.demo.processes import Supervisor
 from tqadmin.demo.summary import BrokerView, Summary, Telemetry
 from tqadmin.demo.traffic import Sink, Traffic
 from tqadmin.errors import TqadminError
+from tqadmin.private import make_private_folder
 
 T = TypeVar("T")
 TASKS_MODULE = "tqadmin.demo.tasks"
@@ -295,7 +296,7 @@ def default_log_dir(prefix: str, keep: int = 20) -> Path:
     the ``keep`` most recent runs' logs are kept, so the state directory does not grow forever."""
     base = Path(os.environ.get("XDG_STATE_HOME", "~/.local/state")).expanduser() / "tqadmin" / "demo"
     path = base / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    path.mkdir(parents=True, exist_ok=True)
+    make_private_folder(path)  # worker logs quote job ids and errors: private like the broker's file
     runs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in runs[keep:]:
         shutil.rmtree(old, ignore_errors=True)

@@ -18,11 +18,18 @@ SCHEMES = ("redis", "rediss", "sqlite")
 
 
 def open_store(
-    url: str, *, timeout_s: float = 10.0, prefix: str | None = None, retention: Retention | None = None
+    url: str,
+    *,
+    timeout_s: float = 10.0,
+    prefix: str | None = None,
+    retention: Retention | None = None,
+    create: bool = True,
 ) -> StateStore:
     """A connected :class:`StateStore` for ``redis://``, ``rediss://`` or ``sqlite:///PATH``.
 
-    ``prefix`` given here wins over the URL's ``prefix`` parameter; the default is ``tq``.
+    ``prefix`` given here wins over the URL's ``prefix`` parameter; the default is ``tq``. A reader passes
+    ``create=False``: an SQLite file that does not exist is then :class:`~tqadmin.errors.NoDatabase`
+    instead of a new, empty store left behind.
     """
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
@@ -35,7 +42,9 @@ def open_store(
         if scheme == "sqlite":
             from tqadmin.store.sqlite_store import SQLiteStore
 
-            return SQLiteStore.from_url(url, timeout_s=timeout_s, prefix=chosen, retention=retention)
+            return SQLiteStore.from_url(
+                url, timeout_s=timeout_s, prefix=chosen, retention=retention, create=create
+            )
     except ValueError as exc:
         raise ConfigError(f"state store URL {mask_url(url)}: {exc}") from None
     raise ConfigError(

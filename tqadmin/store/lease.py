@@ -207,9 +207,11 @@ def check_namespace(namespace: str) -> str:
     return namespace
 
 
-def open_cron_store(url: str, namespace: str = "default", timeout_s: float = 10.0) -> CronStore:
+def open_cron_store(
+    url: str, namespace: str = "default", timeout_s: float = 10.0, *, create: bool = True
+) -> CronStore:
     """The cron store at ``url`` (``redis://``, ``rediss://`` or ``sqlite:///PATH``); a driver is imported
-    only here."""
+    only here. A reader passes ``create=False``, so that a missing SQLite file is not created."""
     check_namespace(namespace)
     scheme = url.split("://", 1)[0].lower()
     if scheme in ("redis", "rediss"):
@@ -219,7 +221,7 @@ def open_cron_store(url: str, namespace: str = "default", timeout_s: float = 10.
     if scheme == "sqlite":
         from tqadmin.store.sqlite_lease import SQLiteCronStore
 
-        return SQLiteCronStore.from_url(url, namespace, timeout_s)
+        return SQLiteCronStore.from_url(url, namespace, timeout_s, create=create)
     from tqadmin.errors import ConfigError
     from tqadmin.masking import mask_url
 

@@ -64,10 +64,12 @@ class SQLiteCronStore(CronStore):
                 db.execute(statement)
 
     @classmethod
-    def from_url(cls, url: str, namespace: str, timeout_s: float = 10.0) -> SQLiteCronStore:
-        """``url`` may carry ``?prefix=`` like every store URL."""
+    def from_url(
+        cls, url: str, namespace: str, timeout_s: float = 10.0, *, create: bool = True
+    ) -> SQLiteCronStore:
+        """``url`` may carry ``?prefix=`` like every store URL; ``create=False`` for a reader."""
         base, prefix = split_prefix(url)
-        file = SQLiteFile(path_of(base), url=base, what="state store", timeout_s=timeout_s)
+        file = SQLiteFile(path_of(base), url=base, what="state store", create=create, timeout_s=timeout_s)
         return cls(file, namespace, prefix or DEFAULT_PREFIX)
 
     def _now_ms(self) -> int:

@@ -69,10 +69,11 @@ class SQLiteStore(StateStore):
         timeout_s: float = 10.0,
         retention: Retention | None = None,
         clock: Callable[[], float] = time.time,
+        create: bool = True,
     ) -> None:
         self.url = url or f"sqlite:///{path}"
         self.prefix = check_prefix(prefix)
-        self._file = SQLiteFile(path, url=self.url, what="state store", timeout_s=timeout_s)
+        self._file = SQLiteFile(path, url=self.url, what="state store", create=create, timeout_s=timeout_s)
         self._retention = retention or Retention()
         self._clock = clock
         with self._file.write() as db:
@@ -88,9 +89,13 @@ class SQLiteStore(StateStore):
         timeout_s: float = 10.0,
         prefix: str = DEFAULT_PREFIX,
         retention: Retention | None = None,
+        create: bool = True,
     ) -> SQLiteStore:
-        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
-        return cls(path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention)
+        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; ``create=False`` for a reader,
+        which a file that does not exist stops (:class:`~tqadmin.errors.NoDatabase`)."""
+        return cls(
+            path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention, create=create
+        )
 
     # -- plumbing --------------------------------------------------------------------------------------
 

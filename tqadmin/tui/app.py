@@ -23,11 +23,12 @@ from textual.signal import Signal
 from textual.timer import Timer
 
 from tqadmin.config import Overrides, Settings, resolve
-from tqadmin.errors import ConnectError, TqadminError
+from tqadmin.errors import ConnectError, NoDatabase, TqadminError
 from tqadmin.logs import masked_traceback
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.models import QueueListing
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
@@ -121,9 +122,9 @@ class TqadminApp(App[None]):
         self._close_store_sources()
         s = self.settings
         if self._from_store[0]:
-            self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s)
+            self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s, fresh=s.not_created_yet)
         if self._from_store[1]:
-            self.cron_source = StoreCron(s.store_url, s.timeout_s)
+            self.cron_source = StoreCron(s.store_url, s.timeout_s, fresh=s.not_created_yet)
 
     def _close_store_sources(self) -> None:
         for source in (self.telemetry_source, self.cron_source):
@@ -178,6 +179,12 @@ class TqadminApp(App[None]):
             admin = self.admin()
             listing = admin.list_queues()
             self.capabilities = type(admin).capabilities
+        except NoDatabase as missing:  # the next poll looks again, and finds the file once it exists
+            note = self.settings.not_created_yet(missing)
+            if note is None:
+                self.post_message(PollFailed(generation, describe_error(missing)))
+            else:
+                self.post_message(QueuesPolled(generation, QueueListing(()), note))
         except Exception as exc:
             if isinstance(exc, ConnectError) or not isinstance(exc, TqadminError):
                 self._drop_admin()
@@ -205,7 +212,7 @@ class TqadminApp(App[None]):
         if event.generation != self._generation:
             return
         self.board.apply(event.listing)
-        self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms)
+        self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms, event.note)
         self.queues_changed.publish(None)
         self._schedule(self.refresh_s)
 

@@ -10,10 +10,11 @@ from tqadmin.tui.views import CronView, TelemetryView
 
 
 class QueuesPolled(Message):
-    def __init__(self, generation: int, listing: QueueListing) -> None:
+    def __init__(self, generation: int, listing: QueueListing, note: str | None = None) -> None:
         super().__init__()
         self.generation = generation
         self.listing = listing
+        self.note = note
 
 
 class PollFailed(Message):

@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
+from tqadmin.errors import NoDatabase
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
@@ -71,15 +72,37 @@ def latency(histogram: Histogram) -> Latency:
     return Latency(p["p50"], p["p95"], p["p99"], buckets(histogram))
 
 
+Fresh = Callable[[NoDatabase], str | None]
+
+
+def _never_fresh(_missing: NoDatabase) -> str | None:
+    return None
+
+
+def unless_fresh(read: Callable[[], R], fresh: Fresh, empty: R) -> R:
+    """``read()``, or ``empty`` while the store's file is one nothing has created yet (``fresh`` says, as
+    :meth:`~tqadmin.config.Settings.not_created_yet` does); the sources open it as readers, which never
+    create it, and look again at the next poll."""
+    try:
+        return read()
+    except NoDatabase as missing:
+        if fresh(missing) is None:
+            raise
+        return empty
+
+
 class StoreTelemetry:
     """Every worker that beat within ``window_s``: rates and latencies from two readings per worker."""
 
-    def __init__(self, store_url: str, timeout_s: float = 10.0, window_s: float = 60.0) -> None:
+    def __init__(
+        self, store_url: str, timeout_s: float = 10.0, window_s: float = 60.0, fresh: Fresh = _never_fresh
+    ) -> None:
         self.window_s = window_s
-        self._store: Lazy[StateStore] = Lazy(lambda: open_store(store_url, timeout_s=timeout_s))
+        self._fresh = fresh
+        self._store: Lazy[StateStore] = Lazy(lambda: open_store(store_url, timeout_s=timeout_s, create=False))
 
     def read(self) -> TelemetryView:
-        return self._store.use(self._read)
+        return unless_fresh(lambda: self._store.use(self._read), self._fresh, TelemetryView(self.window_s))
 
     def close(self) -> None:
         self._store.close()
@@ -115,11 +138,16 @@ class StoreTelemetry:
 class StoreCron:
     """The cron leader, fencing token and the schedules running instances registered in the store."""
 
-    def __init__(self, store_url: str, timeout_s: float = 10.0, namespace: str = "default") -> None:
-        self._store: Lazy[CronStore] = Lazy(lambda: open_cron_store(store_url, namespace, timeout_s))
+    def __init__(
+        self, store_url: str, timeout_s: float = 10.0, namespace: str = "default", fresh: Fresh = _never_fresh
+    ) -> None:
+        self._fresh = fresh
+        self._store: Lazy[CronStore] = Lazy(
+            lambda: open_cron_store(store_url, namespace, timeout_s, create=False)
+        )
 
     def read(self) -> CronView:
-        return self._store.use(self._read)
+        return unless_fresh(lambda: self._store.use(self._read), self._fresh, CronView(None, 0))
 
     def close(self) -> None:
         self._store.close()

@@ -9,7 +9,8 @@ from tqadmin.plugin.models import Alarm
 
 @dataclass(frozen=True, slots=True)
 class PollState:
-    """``error`` is the last poll's failure (``None`` when it succeeded); data older than that is stale."""
+    """``error`` is the last poll's failure (``None`` when it succeeded); data older than that is stale.
+    ``note`` is what the last good poll had to add (a fresh machine: where the embedded file will be)."""
 
     target: str
     last_ok: float | None = None
@@ -19,13 +20,14 @@ class PollState:
     alarms: tuple[Alarm, ...] = ()
     read_only: bool = False
     production: bool = False
+    note: str | None = None
 
     @property
     def stale(self) -> bool:
         return self.error is not None
 
-    def succeeded(self, at: float, alarms: tuple[Alarm, ...]) -> PollState:
-        return replace(self, last_ok=at, error=None, failures=0, retry_in_s=0.0, alarms=alarms)
+    def succeeded(self, at: float, alarms: tuple[Alarm, ...], note: str | None = None) -> PollState:
+        return replace(self, last_ok=at, error=None, failures=0, retry_in_s=0.0, alarms=alarms, note=note)
 
     def failed(self, error: str, retry_in_s: float) -> PollState:
         return replace(self, error=error, failures=self.failures + 1, retry_in_s=retry_in_s)

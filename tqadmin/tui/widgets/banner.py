@@ -16,6 +16,8 @@ def banner_text(state: PollState, now: float) -> Text:
     if state.error is None and state.last_ok is not None:
         text.append(" ● live ", style="bold black on green")
         text.append(f" {clean(state.target)}  polled {human_duration(now - state.last_ok)} ago")
+        if state.note:
+            text.append(f"  {clean(state.note)}", style="bold")
     elif state.error is None:
         text.append(" ○ connecting ", style="bold black on yellow")
         text.append(f" {clean(state.target)}")
