@@ -50,13 +50,16 @@ class MemoryCronStore(CronStore):
 
     ``down_after`` names a method (``"claim_tick"``): its next call does its write and answers, then the
     store goes down, so the caller's next store call fails. ``lose_reply_of`` does the same but the store
-    goes down before it answers: the write is done and the caller sees an error."""
+    goes down before it answers: the write is done and the caller sees an error. ``retry_after_lost_reply``
+    is that reply lost while the driver reconnects at once and sends the call again (redis-py does): the
+    caller sees the second call's answer."""
 
     clock: FakeClock
     namespace: str = "test"
     down: bool = False
     down_after: str | None = None
     lose_reply_of: str | None = None
+    retry_after_lost_reply: str | None = None
     lease_value: tuple[int, str] | None = None
     lease_expires: float = 0.0
     acquired_at: float = 0.0
@@ -125,11 +128,13 @@ class MemoryCronStore(CronStore):
         self._check()
         if not self._current(lease):
             return TickOutcome.STALE
+        if self.retry_after_lost_reply == "claim_tick":  # the first call's write is done, its reply lost...
+            self.retry_after_lost_reply = None
+            self.claim_tick(lease, name, scheduled, keep_s)  # ...and the driver sends it again
+        mine = TickRecord(name, scheduled, TickState.CLAIMED, lease.token, lease.instance)
         if (name, scheduled) in self.ticks:
             return TickOutcome.DUPLICATE
-        self.ticks[(name, scheduled)] = TickRecord(
-            name, scheduled, TickState.CLAIMED, lease.token, lease.instance
-        )
+        self.ticks[(name, scheduled)] = mine
         self.pending_ticks.add((name, scheduled))
         self._fall("claim_tick")
         return TickOutcome.CLAIMED

@@ -405,14 +405,24 @@ def test_a_tick_claimed_as_the_store_went_down_is_published_once_it_is_back(
 def test_a_claim_whose_reply_was_lost_with_the_store_is_published_once_it_is_back(
     ttl: float, outage_s: float
 ) -> None:
-    """The claim was recorded but the store went down before it answered: the leader cannot know, so it
-    looks at the pending ticks again, rather than finding its own claim a duplicate and moving on."""
+    """The claim was recorded but the store went down before it answered: claimed again, the tick is a
+    duplicate of the leader's own claim, which it publishes rather than moving on."""
     world = World(GRACEFUL, ttl=ttl)
     five_instances(world)
     world.store.lose_reply_of = "claim_tick"
     world.run_until(lambda: world.store.down)
     world.store_outage(outage_s)
     world.run(3 * ttl)
+    assert_every_tick_published_exactly_once(world)
+
+
+def test_a_claim_the_driver_sent_again_after_losing_its_reply_is_published() -> None:
+    """redis-py sends a command again on reconnect: the second claim of the tick answers duplicate."""
+    world = World(GRACEFUL)
+    five_instances(world)
+    world.store.retry_after_lost_reply = "claim_tick"
+    world.run(3)
+    assert world.store.retry_after_lost_reply is None
     assert_every_tick_published_exactly_once(world)
 
 

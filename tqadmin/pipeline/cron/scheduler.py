@@ -9,8 +9,9 @@ same job id (a duplicate at worst, never a loss).
 A store outage must not turn into that duplicate: the publisher remembers each tick it published and could
 not mark, and marks it at its first step that reaches the store again, leading or not (a mark is allowed
 with a stale token). A new leader gives it the time to: a tick an earlier token claimed is re-published only
-once this leader has seen it pending for one lock TTL. A tick this leader's own token claimed (its publish
-failed, or the claim's reply was lost with the connection) is re-published at once.
+once this leader has seen it pending for one lock TTL. A tick this leader's own token claimed is re-published
+at once: its publish failed. A claim whose reply was lost with the connection is claimed again, and the
+duplicate it meets is the leader's own claim, which it publishes.
 
 The loop keeps a local deadline for its lease measured on the monotonic clock from *before* each acquire or
 renew call. Past that deadline it stops firing at once, without asking the store: a leader that was paused
@@ -37,7 +38,7 @@ from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTAN
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.cron.timing import splay_offset
 from tqadmin.pipeline.job import Job
-from tqadmin.store.lease import CronStore, Lease, TickOutcome, tick_id
+from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id
 
 Publish = Callable[[str, Job], None]
 """``publish(queue, job)``: durable and confirmed; raises when the broker did not confirm."""
@@ -155,8 +156,6 @@ class Scheduler:
             delay = self._backoff.delay(self._failures)
             if self._unmarked:  # mark them as soon as the store is back: well before a new leader's wait ends
                 delay = min(delay, self.lock_ttl_s / 3)
-            if self.lease is not None:
-                self._recover = True  # the failed call may have been a claim whose reply was lost
             if self.lease is not None and not self._leading():
                 self._step_down("lease deadline passed while the store or broker failed")
             if self.lease is not None:
@@ -316,9 +315,19 @@ class Scheduler:
                     self._step_down("fencing token no longer current")
                     return
                 track.cursor = tick
-                if outcome is TickOutcome.CLAIMED:
+                if outcome is TickOutcome.CLAIMED or self._claimed_by(lease, schedule.name, tick):
                     self._fire(track, tick, lease)
             track.next_fire_at = decision.next_fire_at
+
+    def _claimed_by(self, lease: Lease, name: str, tick: int) -> bool:
+        """A duplicate that ``lease`` itself claimed: the first claim's reply was lost with the connection
+        (the call failed, or the driver sent it again on reconnect), so nothing was published yet."""
+        record = self._store.tick(name, tick)
+        return (
+            record is not None
+            and record.state is TickState.CLAIMED
+            and (record.token, record.instance) == (lease.token, lease.instance)
+        )
 
     def _fire(self, track: _Track, tick: int, lease: Lease) -> None:
         schedule = track.schedule
