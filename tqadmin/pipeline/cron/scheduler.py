@@ -9,7 +9,8 @@ same job id (a duplicate at worst, never a loss).
 A store outage must not turn into that duplicate: the publisher remembers each tick it published and could
 not mark, and marks it at its first step that reaches the store again, leading or not (a mark is allowed
 with a stale token). A new leader gives it the time to: a tick an earlier token claimed is re-published only
-once this leader has seen it pending for one lock TTL. A tick this leader's own token claimed is re-published
+once this leader has seen it pending for one lock TTL, and the schedule's later ticks wait with it, so a
+schedule's ticks still reach the broker in order. A tick this leader's own token claimed is re-published
 at once: its publish failed. A claim whose reply was lost with the connection is claimed again, and the
 duplicate it meets is the leader's own claim, which it publishes.
 
@@ -282,10 +283,16 @@ class Scheduler:
         self._claimed_seen = waiting
         self._recover = bool(waiting)
 
+    def _held_back(self) -> set[str]:
+        """Schedules with a tick waiting for its earlier publisher: their later ticks wait too, so that a
+        schedule's ticks reach the broker in order."""
+        return {name for name, _ in self._claimed_seen}
+
     def _fire_due(self) -> None:
+        held_back = self._held_back()
         for track in self._tracks.values():
             now = self._clock.time()
-            if track.next_fire_at > now:
+            if track.next_fire_at > now or track.schedule.name in held_back:
                 continue
             schedule = track.schedule
             decision = plan(schedule, track.cursor, now)
@@ -348,7 +355,11 @@ class Scheduler:
         if self.lease is None:
             return max(MIN_WAIT_S, self._next_attempt - monotonic)
         now = self._clock.time()
-        soonest = min((t.next_fire_at for t in self._tracks.values()), default=now + self.lock_ttl_s)
+        held_back = self._held_back()
+        soonest = min(
+            (t.next_fire_at for name, t in self._tracks.items() if name not in held_back),
+            default=now + self.lock_ttl_s,
+        )
         wait = min(self._next_renew - monotonic, soonest - now)
         if self._claimed_seen:  # wake when the first of them has waited its lock TTL
             wait = min(wait, min(self._claimed_seen.values()) + self.lock_ttl_s - monotonic)
