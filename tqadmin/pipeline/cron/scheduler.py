@@ -240,14 +240,16 @@ class Scheduler:
 
     # ticks
 
-    def _mark_unmarked(self) -> None:
-        """Mark fired each tick published while the store was down, under the token that published it."""
+    def _mark_unmarked(self, *, retried: bool = True) -> None:
+        """Mark fired each tick published and not yet marked, under the token that published it; a retried
+        mark (the store was down when the publish was confirmed) is logged."""
         for (name, tick), lease in list(self._unmarked.items()):
             self._store.mark_fired(lease, name, tick, self._keep_s[name])
             del self._unmarked[(name, tick)]
-            self._log.info(
-                "marked %s published (token %d) now that the store is back", tick_id(name, tick), lease.token
-            )
+            if retried:
+                self._log.info(
+                    "marked %s published (token %d): the store is back", tick_id(name, tick), lease.token
+                )
 
     def _recover_pending(self) -> None:
         waiting: dict[tuple[str, int], float] = {}
@@ -347,7 +349,7 @@ class Scheduler:
             detail = str(exc) if isinstance(exc, TqadminError) else f"{type(exc).__name__}: {exc}"
             raise PublishFailed(f"publishing {job.id} to {schedule.queue!r} failed: {detail}") from exc
         self._unmarked[(schedule.name, tick)] = lease
-        self._mark_unmarked()
+        self._mark_unmarked(retried=False)
         self._log.debug("fired %s (token %d, %.3fs late)", job.id, lease.token, now - tick - track.offset)
 
     def _wait(self) -> float:
