@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,11 +46,20 @@ class FakeClock:
 
 @dataclass
 class MemoryCronStore(CronStore):
-    """Leases expire on the fake clock; ``down`` makes every call fail like an unreachable Redis."""
+    """Leases expire on the fake clock; ``down`` makes every call fail like an unreachable Redis.
+
+    ``down_after`` names a method (``"claim_tick"``): its next call does its write and answers, then the
+    store goes down, so the caller's next store call fails. ``lose_reply_of`` does the same but the store
+    goes down before it answers: the write is done and the caller sees an error. ``retry_after_lost_reply``
+    is that reply lost while the driver reconnects at once and sends the call again (redis-py does): the
+    caller sees the second call's answer."""
 
     clock: FakeClock
     namespace: str = "test"
     down: bool = False
+    down_after: str | None = None
+    lose_reply_of: str | None = None
+    retry_after_lost_reply: str | None = None
     lease_value: tuple[int, str] | None = None
     lease_expires: float = 0.0
     acquired_at: float = 0.0
@@ -68,6 +77,14 @@ class MemoryCronStore(CronStore):
             raise Unreachable("cannot reach state store memory://")
         if self.lease_value is not None and self.clock.time() >= self.lease_expires:
             self.lease_value = None
+
+    def _fall(self, method: str) -> None:
+        """Go down after ``method``'s write if told to, losing its reply if told to."""
+        if self.down_after == method:
+            self.down_after, self.down = None, True
+        if self.lose_reply_of == method:
+            self.lose_reply_of, self.down = None, True
+            raise Unreachable("cannot reach state store memory:// (connection lost while reading the reply)")
 
     def _current(self, lease: Lease) -> bool:
         return self.lease_value == (lease.token, lease.instance) and self.fence == lease.token
@@ -111,12 +128,15 @@ class MemoryCronStore(CronStore):
         self._check()
         if not self._current(lease):
             return TickOutcome.STALE
+        if self.retry_after_lost_reply == "claim_tick":  # the first call's write is done, its reply lost...
+            self.retry_after_lost_reply = None
+            self.claim_tick(lease, name, scheduled, keep_s)  # ...and the driver sends it again
+        mine = TickRecord(name, scheduled, TickState.CLAIMED, lease.token, lease.instance)
         if (name, scheduled) in self.ticks:
             return TickOutcome.DUPLICATE
-        self.ticks[(name, scheduled)] = TickRecord(
-            name, scheduled, TickState.CLAIMED, lease.token, lease.instance
-        )
+        self.ticks[(name, scheduled)] = mine
         self.pending_ticks.add((name, scheduled))
+        self._fall("claim_tick")
         return TickOutcome.CLAIMED
 
     def reclaim_tick(self, lease: Lease, name: str, scheduled: int, keep_s: float) -> TickOutcome:
@@ -142,6 +162,7 @@ class MemoryCronStore(CronStore):
         last = self.fired.get(name)
         if last is None or scheduled > last.scheduled:
             self.fired[name] = FiredTick(name, scheduled, self.clock.time(), lease.token, lease.instance)
+        self._fall("mark_fired")
 
     def mark_missed(self, lease: Lease, name: str, through: int, count: int) -> bool:
         self._check()
@@ -206,16 +227,29 @@ class MemoryCronStore(CronStore):
 
 
 class Recorder:
-    """A publish function that records (queue, job) and can be told to fail like a broker that is down."""
+    """A publish function that records (queue, job) and can be told to fail like a broker that is down.
 
-    def __init__(self) -> None:
+    ``on_server`` is a store the broker shares a server with (a Redis both broker and state store): while
+    that store is down, publishing fails too. ``then`` runs once, after the next confirmed publish (a fault
+    to inject right there)."""
+
+    def __init__(self, on_server: MemoryCronStore | None = None, clock: FakeClock | None = None) -> None:
         self.published: list[tuple[str, Job]] = []
+        self.published_at: list[float] = []  # the fake time of each publish, when given a clock
+        self._clock = clock
         self.failing = False
+        self.on_server = on_server
+        self.then: Callable[[], None] | None = None
 
     def __call__(self, queue: str, job: Job) -> None:
-        if self.failing:
+        if self.failing or (self.on_server is not None and self.on_server.down):
             raise Unreachable("cannot reach broker amqp://127.0.0.1:5672")
         self.published.append((queue, job))
+        if self._clock is not None:
+            self.published_at.append(self._clock.time())
+        if self.then is not None:
+            then, self.then = self.then, None
+            then()
 
     @property
     def ids(self) -> list[str]:

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 CLUSTER_SIZE = 3
 READY_TIMEOUT_S = 30.0
@@ -83,8 +85,9 @@ class RedisServer:
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
+        # No retries: redis-py would reconnect to the server it just stopped for seconds before giving up.
         with contextlib.suppress(redis.ConnectionError):
-            redis.Redis(port=self.port).shutdown(nosave=False)
+            redis.Redis(port=self.port, retry=Retry(NoBackoff(), 0)).shutdown(nosave=False)
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:

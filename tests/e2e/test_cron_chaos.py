@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import redis
 from cron_redis import REDIS_URL, delete_namespace
+from redis_servers import PersistentRedis
 
 from tqadmin.store.redis_lease import RedisCronStore
 
@@ -43,15 +44,27 @@ job = {{ source = "chaos-test" }}
 
 
 class Fleet:
-    """The cron processes of one test, by instance id."""
+    """The cron processes of one test, by instance id; jobs go to the list ``sink`` on ``sink_server``."""
 
-    def __init__(self, tmp: Path, namespace: str, sink: str) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        namespace: str,
+        sink: str,
+        *,
+        store_url: str = REDIS_URL,
+        sink_server: str = REDIS_URL,
+        schedule: str = SCHEDULE,
+        publish_s: float = PUBLISH_S,
+        lock_ttl_s: float = LOCK_TTL_S,
+    ) -> None:
         self.schedule = tmp / "schedules.toml"
-        self.schedule.write_text(SCHEDULE)
+        self.schedule.write_text(schedule)
         self.logs = tmp
         self.namespace = namespace
-        sink_url = f"{REDIS_URL}#{sink}?delay={PUBLISH_S}"
-        self.env = {**os.environ, "TQADMIN_STORE_URL": REDIS_URL, "TQADMIN_CRON_SINK": sink_url}
+        self.lock_ttl_s = lock_ttl_s
+        sink_url = f"{sink_server}#{sink}?delay={publish_s}"
+        self.env = {**os.environ, "TQADMIN_STORE_URL": store_url, "TQADMIN_CRON_SINK": sink_url}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.started = 0
 
@@ -60,7 +73,14 @@ class Fleet:
         instance = f"cron-{self.started}"
         log = (self.logs / f"{instance}.log").open("wb")
         command = [sys.executable, "-m", "tqadmin.cli", "cron", "--schedule", str(self.schedule)]
-        command += ["--namespace", self.namespace, "--instance-id", instance, "--lock-ttl", str(LOCK_TTL_S)]
+        command += [
+            "--namespace",
+            self.namespace,
+            "--instance-id",
+            instance,
+            "--lock-ttl",
+            str(self.lock_ttl_s),
+        ]
         self.procs[instance] = subprocess.Popen(command, env=self.env, stdout=log, stderr=log)
         return instance
 
@@ -168,3 +188,106 @@ def test_every_tick_fires_once_while_leaders_are_killed_and_paused(fleet: Fleet)
     recorded = [r.token for r in tick_tokens if r is not None]
     assert recorded == sorted(recorded)
     store.close()
+
+
+# The issue's run: five instances, --lock-ttl 5, the state store (a Redis with an append-only file) shut down
+# in the middle of a tick and started again 3 s later. A tick every 2 s, each publish taking 1 s, so the
+# shutdown, sent as soon as a tick is claimed, lands before its publish is done.
+STORE_TTL_S = 5.0
+STORE_PUBLISH_S = 1.0
+STORE_SCHEDULE = """
+[[schedule]]
+name = "every-other-second"
+cron = "*/2 * * * * *"
+queue = "outage"
+task_type = "tick"
+misfire_grace = 60
+"""
+
+
+def claimed_tick(store_url: str, namespace: str, timeout_s: float = 30.0) -> str:
+    """The id of the next tick the leader claims (listed pending, not yet marked published)."""
+    client = redis.Redis.from_url(store_url, decode_responses=True)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            pending = client.zrange("{tqcron:" + namespace + "}:pending", 0, 0)
+            if pending:
+                return str(pending[0])
+            time.sleep(0.005)
+    finally:
+        client.close()
+    raise AssertionError("no tick was claimed")
+
+
+@pytest.mark.parametrize(
+    ("window", "outage_s"),
+    [
+        pytest.param("publish-then-record", 3.0, id="between-publish-and-record-3s"),
+        pytest.param("publish-then-record", 6.0, id="between-publish-and-record-6s"),
+        pytest.param("claim-then-publish", 3.0, id="between-claim-and-publish-3s"),
+    ],
+)
+def test_a_store_shut_down_in_the_middle_of_a_tick_neither_publishes_it_twice_nor_loses_it(
+    tmp_path: Path, unique: str, isolated_env: Path, window: str, outage_s: float
+) -> None:
+    """Between publish and record the jobs go to the shared Redis, which stays up: the publish succeeds and
+    its mark fails, and the tick must be published exactly once. Between claim and publish the jobs go to
+    the store's own Redis (one Redis as broker and store): the publish fails with the store, and the tick
+    must still be published once the store is back."""
+    store_server = PersistentRedis()
+    sink = f"tqtest:sink:{unique}"
+    sink_server = REDIS_URL if window == "publish-then-record" else store_server.url
+    fleet = Fleet(
+        tmp_path,
+        f"outage-{unique}",
+        sink,
+        store_url=store_server.url,
+        sink_server=sink_server,
+        schedule=STORE_SCHEDULE,
+        publish_s=STORE_PUBLISH_S,
+        lock_ttl_s=STORE_TTL_S,
+    )
+    store = RedisCronStore.from_url(store_server.url, fleet.namespace)
+    try:
+        for _ in range(5):
+            fleet.start()
+        wait_for_leader(store, fleet)
+        victim = claimed_tick(store_server.url, fleet.namespace)
+        store_server.server.stop()
+        time.sleep(outage_s)
+        store_server.server.start()
+        victim_tick = int(victim.rsplit(":", 1)[1])
+        back = time.time()
+        deadline = time.monotonic() + 60
+        while (
+            time.monotonic() < deadline
+        ):  # until the tick is recorded and three more fired after the restart
+            record = store.tick("every-other-second", victim_tick)
+            fired = store.last_fired().get("every-other-second")
+            if record is not None and record.state == "fired" and fired and fired.scheduled >= back + 6:
+                break
+            time.sleep(0.5)
+        fleet.stop_all()
+        sink_client = redis.Redis.from_url(sink_server, decode_responses=True)
+        jobs = [json.loads(r)["job"] for r in sink_client.lrange(sink, 0, -1)]
+        sink_client.close()
+        counts = Counter(j["id"] for j in jobs)
+        ticks = sorted({j["scheduled"] for j in jobs})
+        context = f"tick shut down on: {victim}\n{counts}\n{fleet.log_tail()}"
+
+        assert counts[victim] >= 1, f"the tick the store went down on was never published\n{context}"
+        assert ticks[-1] >= back + 6, f"the cron stopped firing after the restart\n{context}"
+        missing = sorted(set(range(ticks[0], ticks[-1] + 1, 2)) - set(ticks))
+        assert missing == [], f"ticks never published: {missing}\n{context}"
+        if window == "publish-then-record":
+            assert max(counts.values()) == 1, f"a tick was published twice\n{context}"
+        record = store.tick("every-other-second", victim_tick)
+        assert record is not None and record.state == "fired", context
+        assert store.pending() == [], context
+        assert store.missed_counts() == {}, context
+    finally:
+        fleet.stop_all()
+        store.close()
+        store_server.close()
+        delete_namespace(fleet.namespace, sink)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cron_redis import redis_cron_store
+from cron_redis import RestartableCronStore, redis_cron_store
 
 from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, open_cron_store
 
@@ -162,3 +162,78 @@ def test_instances_register_their_schedules_and_old_ones_are_forgotten(store: Cr
     assert registrations[0].schedules == ({"name": "s", "cron": "* * * * *"},)
     assert store.forget_instances(registrations[1].last_seen + 1e-6) == 1
     assert [r.instance for r in store.registrations()] == ["a"]
+
+
+@pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "sqlite"])
+def restartable(
+    request: pytest.FixtureRequest, unique: str, tmp_path: Path
+) -> Iterator[RestartableCronStore]:
+    server = RestartableCronStore(request.param, tmp_path, f"t-{unique}")
+    yield server
+    server.close()
+
+
+def test_the_lease_the_token_and_a_claimed_tick_outlive_a_restart_of_the_store(
+    restartable: RestartableCronStore,
+) -> None:
+    lease = restartable.store.acquire("a", 30)
+    assert lease is not None
+    assert restartable.store.claim_tick(lease, "s", 100, 60) is TickOutcome.CLAIMED
+    restartable.restart()
+    store = restartable.store
+    (pending,) = store.pending()
+    assert (pending.id, pending.state, pending.token, pending.instance) == (
+        "cron:s:100",
+        TickState.CLAIMED,
+        lease.token,
+        "a",
+    )
+    assert store.fencing_token() == lease.token
+    assert store.acquire("b", 30) is None
+    assert store.renew(lease), "the leader goes on leading once the store is back"
+
+
+def test_a_tick_published_as_the_store_went_down_is_marked_by_its_publisher_after_a_takeover(
+    restartable: RestartableCronStore,
+) -> None:
+    """The publisher's mark comes after the restart, with a token that is no longer current: it still
+    records the tick as published, so the new leader finds nothing to publish again."""
+    old = restartable.store.acquire("a", 0.3)
+    assert old is not None
+    restartable.store.claim_tick(old, "s", 100, 60)
+    restartable.restart()  # "a" has published the tick; the store went down before it was marked
+    store = restartable.store
+    time.sleep(0.5)
+    new = store.acquire("b", 10)
+    assert new is not None and new.token == old.token + 1
+    store.mark_fired(old, "s", 100, 60)
+    assert store.pending() == []
+    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.DUPLICATE
+    assert store.claim_tick(new, "s", 100, 60) is TickOutcome.DUPLICATE
+    record = store.tick("s", 100)
+    assert record is not None and (record.state, record.token, record.instance) == (
+        TickState.FIRED,
+        old.token,
+        "a",
+    )
+    last = store.last_fired()["s"]
+    assert (last.scheduled, last.token, last.instance) == (100, old.token, "a")
+
+
+def test_a_tick_claimed_as_the_store_went_down_and_never_published_is_taken_over_after_the_restart(
+    restartable: RestartableCronStore,
+) -> None:
+    old = restartable.store.acquire("a", 0.3)
+    assert old is not None
+    restartable.store.claim_tick(old, "s", 100, 60)
+    restartable.restart()  # the store went down before "a" could publish; "a" stepped down
+    store = restartable.store
+    time.sleep(0.5)
+    new = store.acquire("b", 10)
+    assert new is not None
+    assert store.reclaim_tick(old, "s", 100, 60) is TickOutcome.STALE
+    assert store.reclaim_tick(new, "s", 100, 60) is TickOutcome.CLAIMED
+    store.mark_fired(new, "s", 100, 60)
+    assert store.pending() == []
+    record = store.tick("s", 100)
+    assert record is not None and (record.state, record.token) == (TickState.FIRED, new.token)

@@ -3,6 +3,7 @@
 import logging
 import random
 import threading
+from collections.abc import Callable
 
 import pytest
 from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
@@ -19,22 +20,24 @@ EVERY_SECOND = Schedule("beat", "* * * * * *", "q", "ping", {"zone": "eu"}, misf
 class World:
     """One store, one clock, several cron instances each with its own recorder."""
 
-    def __init__(self, *schedules: Schedule) -> None:
+    def __init__(self, *schedules: Schedule, ttl: float = TTL, broker_on_store: bool = False) -> None:
         self.clock = FakeClock()
         self.store = MemoryCronStore(self.clock)
         self.schedules = schedules or (EVERY_SECOND,)
+        self.ttl = ttl
+        self.broker_on_store = broker_on_store  # one Redis is both the broker and the state store
         self.recorders: dict[str, Recorder] = {}
         self.instances: dict[str, Scheduler] = {}
         self.last_step = self.clock.time()
 
     def add(self, name: str) -> Scheduler:
-        self.recorders[name] = Recorder()
+        self.recorders[name] = Recorder(self.store if self.broker_on_store else None, self.clock)
         self.instances[name] = Scheduler(
             self.schedules,
             self.store,
             self.recorders[name],
             instance=name,
-            lock_ttl_s=TTL,
+            lock_ttl_s=self.ttl,
             clock=self.clock,
             rng=random.Random(7),
             logger=logging.getLogger(f"test.cron.{name}"),
@@ -50,6 +53,26 @@ class World:
                 scheduler.step()
             self.last_step = self.clock.time()
             self.clock.advance(0.1)
+
+    def run_until(self, condition: Callable[[], bool], *names: str, limit_s: float = 60) -> None:
+        """Step like :meth:`run` until ``condition`` holds (checked after every instance's step)."""
+        active = [self.instances[n] for n in (names or self.instances)]
+        end = self.clock.time() + limit_s
+        while self.clock.time() < end:
+            for scheduler in active:
+                scheduler.step()
+                if condition():
+                    self.last_step = self.clock.time()
+                    return
+            self.last_step = self.clock.time()
+            self.clock.advance(0.1)
+        raise AssertionError("the condition never held")
+
+    def store_outage(self, seconds: float) -> None:
+        """Keep the store down (it already is) for ``seconds`` of stepping, then bring it back."""
+        assert self.store.down
+        self.run(seconds)
+        self.store.down = False
 
     def every_tick_so_far(self) -> list[str]:
         """Every tick from the first second after the start up to the last step, once each."""
@@ -143,7 +166,7 @@ def test_a_tick_claimed_by_a_leader_that_died_before_the_publish_is_republished(
     world.instances["a"].step()  # ...and then "a" dies with the tick claimed
     (pending,) = world.store.pending()
     assert pending.state is TickState.CLAIMED and pending.instance == "a"
-    world.run(6, "b")
+    world.run(9, "b")  # the takeover, then one lock TTL in which "a" could have marked it published
     assert world.store.pending() == []
     assert pending.id in world.recorders["b"].ids
     assert world.ids() == world.every_tick_so_far()
@@ -314,3 +337,109 @@ def test_a_leader_whose_store_is_down_retries_its_renewal_with_backoff_not_in_a_
     assert steps <= 12
     said = [float(m.rsplit("retrying in ", 1)[1].rstrip("s")) for m in caplog.messages if "retrying in" in m]
     assert said == [round(w, 1) for w in waits[: len(said)]]
+
+
+GRACEFUL = Schedule("beat", "* * * * * *", "q", "ping", misfire_grace=60)
+OUTAGES = [  # (lock TTL, seconds the store is down): the leader keeps its lease, the issue's run, it loses it
+    pytest.param(5.0, 1.0, id="ttl5-down1s"),
+    pytest.param(5.0, 3.0, id="ttl5-down3s"),
+    pytest.param(5.0, 8.0, id="ttl5-down8s"),
+    pytest.param(2.0, 3.0, id="ttl2-down3s"),
+]
+
+
+def five_instances(world: World) -> str:
+    """Five instances, run until one leads and a few ticks fired; the leader's name."""
+    for name in "abcde":
+        world.add(name)
+    world.run(2.05)
+    leader = world.leader()
+    assert leader is not None
+    return leader
+
+
+def assert_every_tick_published_exactly_once(world: World) -> None:
+    ids = world.ids()
+    assert sorted(ids) == world.every_tick_so_far(), "a tick was lost or published twice"
+    assert world.store.pending() == []
+
+
+@pytest.mark.parametrize(("ttl", "outage_s"), OUTAGES)
+def test_a_tick_published_as_the_store_went_down_is_marked_by_its_publisher_and_not_published_again(
+    ttl: float, outage_s: float
+) -> None:
+    """The issue's run: the leader published a tick, the store went down before it could record it, and
+    the next leader fired the tick again. Now the publisher marks it published once the store is back,
+    before any new leader's wait of one lock TTL is over."""
+    world = World(GRACEFUL, ttl=ttl)
+    leader = five_instances(world)
+    publisher = world.recorders[leader]
+    publisher.then = lambda: setattr(world.store, "down", True)
+    world.run_until(lambda: world.store.down)
+    _, job = publisher.published[-1]
+    world.store_outage(outage_s)
+    world.run(3 * ttl)
+    assert_every_tick_published_exactly_once(world)
+    record = world.store.tick("beat", job.fields["scheduled"])
+    assert record is not None and record.state is TickState.FIRED
+    assert record.token == job.fields["fencing_token"]
+
+
+@pytest.mark.parametrize(("ttl", "outage_s"), OUTAGES)
+def test_a_tick_claimed_as_the_store_went_down_is_published_once_it_is_back(
+    ttl: float, outage_s: float
+) -> None:
+    """One Redis is the broker and the store: it goes down between a tick's claim and its publish."""
+    world = World(GRACEFUL, ttl=ttl, broker_on_store=True)
+    five_instances(world)
+    world.store.down_after = "claim_tick"
+    world.run_until(lambda: world.store.down)
+    (claimed,) = world.store.pending_ticks
+    world.store_outage(outage_s)
+    world.run(3 * ttl)
+    assert_every_tick_published_exactly_once(world)
+    assert f"cron:beat:{claimed[1]}" in world.ids()
+
+
+@pytest.mark.parametrize(("ttl", "outage_s"), OUTAGES)
+def test_a_claim_whose_reply_was_lost_with_the_store_is_published_once_it_is_back(
+    ttl: float, outage_s: float
+) -> None:
+    """The claim was recorded but the store went down before it answered: claimed again, the tick is a
+    duplicate of the leader's own claim, which it publishes rather than moving on."""
+    world = World(GRACEFUL, ttl=ttl)
+    five_instances(world)
+    world.store.lose_reply_of = "claim_tick"
+    world.run_until(lambda: world.store.down)
+    world.store_outage(outage_s)
+    world.run(3 * ttl)
+    assert_every_tick_published_exactly_once(world)
+
+
+def test_a_claim_the_driver_sent_again_after_losing_its_reply_is_published() -> None:
+    """redis-py sends a command again on reconnect: the second claim of the tick answers duplicate."""
+    world = World(GRACEFUL)
+    five_instances(world)
+    world.store.retry_after_lost_reply = "claim_tick"
+    world.run(3)
+    assert world.store.retry_after_lost_reply is None
+    assert_every_tick_published_exactly_once(world)
+
+
+def test_a_new_leader_waits_one_lock_ttl_before_republishing_a_tick_an_earlier_token_left_claimed() -> None:
+    world = World(GRACEFUL)
+    world.add("a")
+    world.add("b")
+    world.run(2.05)
+    world.recorders["a"].failing = True  # the publish of the next tick never confirms...
+    world.clock.advance(1)
+    world.instances["a"].step()  # ...and then "a" dies with the tick claimed
+    (pending,) = world.store.pending()
+    world.run_until(lambda: world.leader() == "b", "b")
+    took_over = world.clock.time()
+    world.run(2 * TTL, "b")
+    b = world.recorders["b"]
+    republished_at = b.published_at[b.ids.index(pending.id)]
+    assert round(republished_at - took_over, 3) >= TTL  # the fake wall clock's float steps
+    assert world.ids() == world.every_tick_so_far(), "the later ticks waited with it: still in order"
+    assert world.store.pending() == []

@@ -4,6 +4,7 @@ import logging
 
 from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 
+from tqadmin.commands.schedules import render
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
 from tqadmin.pipeline.cron.status import iso, read_status, schedule_rows
@@ -66,3 +67,41 @@ def test_the_file_wins_over_a_registered_schedule_of_the_same_name() -> None:
     store.register("old", [Schedule("beat", "0 * * * *", "q", "t").to_json()])
     status = read_status(store, [BEAT])
     assert [(r.cron, r.source) for r in status.rows] == [("*/10 * * * * *", "file")]
+
+
+def test_a_tick_left_claimed_by_an_earlier_leader_is_named_with_its_claimer_and_what_happens_next() -> None:
+    clock = FakeClock()
+    store = MemoryCronStore(clock)
+    recorder = Recorder()
+    old = Scheduler(
+        [BEAT], store, recorder, instance="cron-a", lock_ttl_s=3, clock=clock, logger=logging.getLogger("t")
+    )
+    for _ in range(15):
+        old.step()
+        clock.advance(0.1)
+    recorder.then = lambda: setattr(store, "down", True)  # published; the store goes down before the mark
+    while not store.down:
+        old.step()
+        clock.advance(0.1)
+    store.down = False
+    clock.advance(5)  # "cron-a" is gone (never steps again) and its lease has run out
+    new = Scheduler(
+        [BEAT], store, Recorder(), instance="cron-b", lock_ttl_s=3, clock=clock, logger=logging.getLogger("t")
+    )
+    new.step()
+    status = read_status(store, [BEAT])
+    (_, job) = recorder.published[-1]
+    assert status.pending == 1 and status.leader is not None and status.leader.instance == "cron-b"
+    assert status.to_json()["pending_claims"] == [
+        {
+            "id": job.id,
+            "schedule": "beat",
+            "scheduled": iso(job.fields["scheduled"]),
+            "claimed_by": "cron-a",
+            "fencing_token": 1,
+        }
+    ]
+    assert (
+        f"pending: 1 tick(s) claimed but not yet confirmed: {job.id} by cron-a (token 1, not the leader:"
+        " published again one lock TTL after the takeover unless cron-a marks it published)"
+    ) in render(status).splitlines()

@@ -46,7 +46,25 @@ def before_any_cron(file_schedules: Sequence[Schedule]) -> CronStatus:
     """What a store no cron has written says (a fresh machine): no leader, token 0, nothing fired yet."""
     now = time.time()
     rows = schedule_rows([(s, "file") for s in file_schedules], None, {}, {}, now)
-    return CronStatus(rows, None, 0, (), 0, now)
+    return CronStatus(rows, None, 0, (), (), now)
+
+
+def _claims(status: CronStatus, shown: int = 3) -> str:
+    """The oldest pending ticks, each with who claimed it and what happens to it next (docs/cron.md)."""
+    leader = status.leader.token if status.leader else None
+    parts = []
+    for tick in status.pending_ticks[:shown]:
+        if not tick.token:
+            parts.append(f"{tick.id} (its record expired)")
+        elif tick.token == leader:
+            parts.append(f"{tick.id} by {tick.instance} (token {tick.token}, the leader: publishing)")
+        else:
+            parts.append(
+                f"{tick.id} by {tick.instance} (token {tick.token}, not the leader: published again one"
+                f" lock TTL after the takeover unless {tick.instance} marks it published)"
+            )
+    more = status.pending - shown
+    return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
 def render(status: CronStatus) -> str:
@@ -63,7 +81,7 @@ def render(status: CronStatus) -> str:
         names = ", ".join(f"{i.instance} ({i.last_seen_age_s:.0f}s ago)" for i in status.instances)
         lines.append(f"instances: {names}")
     if status.pending:
-        lines.append(f"pending: {status.pending} tick(s) claimed but not yet confirmed")
+        lines.append(f"pending: {status.pending} tick(s) claimed but not yet confirmed: {_claims(status)}")
     rows = [
         (
             r.name,

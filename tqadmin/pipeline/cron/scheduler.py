@@ -1,9 +1,18 @@
 """The scheduler loop: lead through the store's lease, fire due ticks exactly once, step down when stale.
 
-One step does, in order: keep or seek the lease, re-publish ticks a dead or failed leader left claimed but
-unconfirmed, then fire what is due. A tick is fired as *claim (fenced, atomic with the dedup record) → publish
-with confirmation → mark fired*; a crash between claim and confirmation leaves it pending, and whoever leads
-next publishes it again under the same job id (a duplicate at worst, never a loss).
+One step does, in order: record the ticks it published but could not yet mark (the store was down), keep or
+seek the lease, re-publish ticks a dead or failed leader left claimed but unconfirmed, then fire what is due.
+A tick is fired as *claim (fenced, atomic with the dedup record) → publish with confirmation → mark fired*; a
+crash between claim and confirmation leaves it pending, and whoever leads next publishes it again under the
+same job id (a duplicate at worst, never a loss).
+
+A store outage must not turn into that duplicate: the publisher remembers each tick it published and could
+not mark, and marks it at its first step that reaches the store again, leading or not (a mark is allowed
+with a stale token). A new leader gives it the time to: a tick an earlier token claimed is re-published only
+once this leader has seen it pending for one lock TTL, and the schedule's later ticks wait with it, so a
+schedule's ticks still reach the broker in order. A tick this leader's own token claimed is re-published
+at once: its publish failed. A claim whose reply was lost with the connection is claimed again, and the
+duplicate it meets is the leader's own claim, which it publishes.
 
 The loop keeps a local deadline for its lease measured on the monotonic clock from *before* each acquire or
 renew call. Past that deadline it stops firing at once, without asking the store: a leader that was paused
@@ -30,7 +39,7 @@ from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTAN
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.cron.timing import splay_offset
 from tqadmin.pipeline.job import Job
-from tqadmin.store.lease import CronStore, Lease, TickOutcome, tick_id
+from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id
 
 Publish = Callable[[str, Job], None]
 """``publish(queue, job)``: durable and confirmed; raises when the broker did not confirm."""
@@ -113,6 +122,8 @@ class Scheduler:
         self._next_attempt = 0.0
         self._failures = 0
         self._recover = False
+        self._unmarked: dict[tuple[str, int], Lease] = {}  # published and confirmed, not yet marked fired
+        self._claimed_seen: dict[tuple[str, int], float] = {}  # earlier tokens' pending ticks: first seen
         self._armed = False  # the schedules' cursors are read from the store since this lease began
         self._registered = False
 
@@ -129,6 +140,7 @@ class Scheduler:
     def step(self) -> float:
         """One pass; returns how long to sleep before the next."""
         try:
+            self._mark_unmarked()
             if not self._registered:
                 self._store.register(self.instance, [s.schedule.to_json() for s in self._tracks.values()])
                 self._store.forget_instances(self._store.now() - FORGET_INSTANCES_AFTER_S)
@@ -143,6 +155,8 @@ class Scheduler:
         except (TqadminError, PublishFailed) as exc:
             self._failures += 1
             delay = self._backoff.delay(self._failures)
+            if self._unmarked:  # mark them as soon as the store is back: well before a new leader's wait ends
+                delay = min(delay, self.lock_ttl_s / 3)
             if self.lease is not None and not self._leading():
                 self._step_down("lease deadline passed while the store or broker failed")
             if self.lease is not None:
@@ -160,6 +174,11 @@ class Scheduler:
     def shutdown(self) -> None:
         """Release the lease if held (best effort: if the store is down, it expires after its TTL)."""
         lease, self.lease = self.lease, None
+        try:
+            self._mark_unmarked()
+        except TqadminError as exc:
+            names = ", ".join(tick_id(*key) for key in self._unmarked)
+            self._log.warning("%s published but not marked, a new leader publishes it again: %s", names, exc)
         if lease is None:
             return
         try:
@@ -204,6 +223,7 @@ class Scheduler:
         if self.lease is not None:
             self._log.warning("stepping down (fencing token %d): %s", self.lease.token, why)
         self.lease = None
+        self._claimed_seen.clear()
         self._next_attempt = self._clock.monotonic() + self.lock_ttl_s / 3 * self._rng.uniform(0.5, 1.0)
 
     def _arm(self) -> None:
@@ -220,7 +240,19 @@ class Scheduler:
 
     # ticks
 
+    def _mark_unmarked(self, *, retried: bool = True) -> None:
+        """Mark fired each tick published and not yet marked, under the token that published it; a retried
+        mark (the store was down when the publish was confirmed) is logged."""
+        for (name, tick), lease in list(self._unmarked.items()):
+            self._store.mark_fired(lease, name, tick, self._keep_s[name])
+            del self._unmarked[(name, tick)]
+            if retried:
+                self._log.info(
+                    "marked %s published (token %d): the store is back", tick_id(name, tick), lease.token
+                )
+
     def _recover_pending(self) -> None:
+        waiting: dict[tuple[str, int], float] = {}
         for record in self._store.pending():
             track = self._tracks.get(record.name)
             if (
@@ -232,6 +264,12 @@ class Scheduler:
             lease = self.lease
             if lease is None or not self._leading():
                 return
+            key = (record.name, record.scheduled)
+            if record.token < lease.token:  # its publisher may have published it and be marking it now
+                first_seen = self._claimed_seen.setdefault(key, self._clock.monotonic())
+                if self._clock.monotonic() < first_seen + self.lock_ttl_s:
+                    waiting[key] = first_seen
+                    continue
             outcome = self._store.reclaim_tick(
                 lease, record.name, record.scheduled, self._keep_s[record.name]
             )
@@ -244,12 +282,19 @@ class Scheduler:
                     level, "re-publishing %s: %s claimed it, no confirm", record.id, record.instance
                 )
                 self._fire(track, record.scheduled, lease)
-        self._recover = False
+        self._claimed_seen = waiting
+        self._recover = bool(waiting)
+
+    def _held_back(self) -> set[str]:
+        """Schedules with a tick waiting for its earlier publisher: their later ticks wait too, so that a
+        schedule's ticks reach the broker in order."""
+        return {name for name, _ in self._claimed_seen}
 
     def _fire_due(self) -> None:
+        held_back = self._held_back()
         for track in self._tracks.values():
             now = self._clock.time()
-            if track.next_fire_at > now:
+            if track.next_fire_at > now or track.schedule.name in held_back:
                 continue
             schedule = track.schedule
             decision = plan(schedule, track.cursor, now)
@@ -279,9 +324,19 @@ class Scheduler:
                     self._step_down("fencing token no longer current")
                     return
                 track.cursor = tick
-                if outcome is TickOutcome.CLAIMED:
+                if outcome is TickOutcome.CLAIMED or self._claimed_by(lease, schedule.name, tick):
                     self._fire(track, tick, lease)
             track.next_fire_at = decision.next_fire_at
+
+    def _claimed_by(self, lease: Lease, name: str, tick: int) -> bool:
+        """A duplicate that ``lease`` itself claimed: the first claim's reply was lost with the connection
+        (the call failed, or the driver sent it again on reconnect), so nothing was published yet."""
+        record = self._store.tick(name, tick)
+        return (
+            record is not None
+            and record.state is TickState.CLAIMED
+            and (record.token, record.instance) == (lease.token, lease.instance)
+        )
 
     def _fire(self, track: _Track, tick: int, lease: Lease) -> None:
         schedule = track.schedule
@@ -293,7 +348,8 @@ class Scheduler:
             self._recover = True
             detail = str(exc) if isinstance(exc, TqadminError) else f"{type(exc).__name__}: {exc}"
             raise PublishFailed(f"publishing {job.id} to {schedule.queue!r} failed: {detail}") from exc
-        self._store.mark_fired(lease, schedule.name, tick, self._keep_s[schedule.name])
+        self._unmarked[(schedule.name, tick)] = lease
+        self._mark_unmarked(retried=False)
         self._log.debug("fired %s (token %d, %.3fs late)", job.id, lease.token, now - tick - track.offset)
 
     def _wait(self) -> float:
@@ -301,5 +357,12 @@ class Scheduler:
         if self.lease is None:
             return max(MIN_WAIT_S, self._next_attempt - monotonic)
         now = self._clock.time()
-        soonest = min((t.next_fire_at for t in self._tracks.values()), default=now + self.lock_ttl_s)
-        return max(MIN_WAIT_S, min(self._next_renew - monotonic, soonest - now))
+        held_back = self._held_back()
+        soonest = min(
+            (t.next_fire_at for name, t in self._tracks.items() if name not in held_back),
+            default=now + self.lock_ttl_s,
+        )
+        wait = min(self._next_renew - monotonic, soonest - now)
+        if self._claimed_seen:  # wake when the first of them has waited its lock TTL
+            wait = min(wait, min(self._claimed_seen.values()) + self.lock_ttl_s - monotonic)
+        return max(MIN_WAIT_S, wait)

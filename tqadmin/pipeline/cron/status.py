@@ -14,7 +14,7 @@ from typing import Any
 
 from tqadmin.pipeline.cron.schedule import Schedule, ScheduleError, schedule_from_mapping
 from tqadmin.pipeline.cron.timing import next_tick, splay_offset
-from tqadmin.store.lease import CronStore, FiredTick, LeaderInfo, Registration
+from tqadmin.store.lease import CronStore, FiredTick, LeaderInfo, Registration, TickRecord
 
 DEFAULT_FORGET_AFTER_S = (
     86_400.0  # instances silent this long are no longer shown (a cron restart prunes them)
@@ -102,14 +102,24 @@ class InstanceRow:
 
 @dataclass(frozen=True, slots=True)
 class CronStatus:
-    """The whole cron picture at one moment (store clock)."""
+    """The whole cron picture at one moment (store clock).
+
+    ``pending_ticks`` are ticks claimed whose publish is not confirmed yet, oldest first: for a moment on
+    every tick, for longer when a leader died or the broker or store is down. The token of each says who
+    holds it: the leader's own is being published or retried; an earlier token's is left to that publisher
+    to mark published, and the leader publishes it again one lock TTL after it first saw it."""
 
     rows: tuple[ScheduleRow, ...]
     leader: LeaderInfo | None
     fencing_token: int
     instances: tuple[InstanceRow, ...]
-    pending: int
+    pending_ticks: tuple[TickRecord, ...]
     now: float
+
+    @property
+    def pending(self) -> int:
+        """How many ticks are claimed and not yet confirmed published."""
+        return len(self.pending_ticks)
 
     def to_json(self) -> dict[str, Any]:
         leader = self.leader
@@ -127,6 +137,16 @@ class CronStatus:
             "fencing_token": self.fencing_token,
             "instances": [i.to_json() for i in self.instances],
             "pending_ticks": self.pending,
+            "pending_claims": [
+                {
+                    "id": t.id,
+                    "schedule": t.name,
+                    "scheduled": iso(t.scheduled),
+                    "claimed_by": t.instance or None,
+                    "fencing_token": t.token or None,
+                }
+                for t in self.pending_ticks
+            ],
             "time": iso(self.now),
         }
 
@@ -203,4 +223,4 @@ def read_status(
         )
         for r in registrations
     )
-    return CronStatus(rows, leader, store.fencing_token(), instances, len(store.pending()), now)
+    return CronStatus(rows, leader, store.fencing_token(), instances, tuple(store.pending()), now)
