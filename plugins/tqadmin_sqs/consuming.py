@@ -21,15 +21,17 @@ from __future__ import annotations
 import logging
 import math
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tqadmin.backoff import Backoff
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
+from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer, Outcome
 from tqadmin_sqs.capabilities import MAX_DELAY_S
 from tqadmin_sqs.client import LONG_POLL_S, translate
@@ -87,32 +89,37 @@ class SqsConsumer(Consumer):
         self._held = 0  # handed out and not settled: what counts against the prefetch
         self._stop = threading.Event()
         self._drained = threading.Event()
+        self.background = Background(self.stop)
+        # receives that keep failing wait the shared backoff (from 0.5 s up to 30 s), cut short by a stop
+        self.retrying = Retrying(Backoff(BACKOFF_BASE_S, BACKOFF_CAP_S), sleep=self._stop.wait)
 
     # -- the I/O thread and its receiver ------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
         """Hand out what a receiver thread's long polls bring, until stopped and drained. The polls run in
         a thread of their own so that a stop is honoured at once, not after the poll in flight: what that
-        poll still brings is given back."""
-        self._settler = Settler(self.client, self.place, self.queue.url, self.queue.name)
+        poll still brings is given back. The receiver and the settler run under one
+        :class:`~tqadmin.plugin.background.Background`: either dying ends this loop with the fault."""
+        self._settler = Settler(self.client, self.place, self.queue.url, self.queue.name, self.background)
         inbox: queue.SimpleQueue[list[Delivery] | TqadminError] = queue.SimpleQueue()
-        threading.Thread(target=self._receive_loop, args=(inbox,), name="tq-sqs-receive", daemon=True).start()
+        self.background.start("tq-sqs-receive", lambda: self._receive_loop(inbox))
         try:
-            while not (self._stop.is_set() and self._drained.is_set()):
-                try:
-                    received = inbox.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if isinstance(received, TqadminError):
-                    raise received
-                for delivery in received:
-                    self._hand_out(delivery, on_message)
+            with self.background.io_loop("the SQS consumer's loop"):
+                while not (self._stop.is_set() and self._drained.is_set()):
+                    self.background.check()
+                    try:
+                        received = inbox.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    if isinstance(received, TqadminError):
+                        raise received
+                    for delivery in received:
+                        self._hand_out(delivery, on_message)
         finally:
             self._stop.set()
             self._settler.close()
 
     def _receive_loop(self, inbox: queue.SimpleQueue[list[Delivery] | TqadminError]) -> None:
-        attempt = 0
         while not self._stop.is_set():
             room = self._room()
             if room == 0:
@@ -125,12 +132,11 @@ class SqsConsumer(Consumer):
             except TqadminError as exc:
                 if self._stop.is_set():  # stopped while the poll was out: nothing to hand out any more
                     return
-                attempt += 1
-                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+                delay = self.retrying.failed()
                 log.warning("receive from %s failed (%s); again in %.1f s", self.queue.name, exc, delay)
-                self._stop.wait(delay)
+                self.retrying.wait(delay)
                 continue
-            attempt = 0
+            self.retrying.succeeded()
             if self._stop.is_set():  # the run loop may be gone: give them back from here
                 self._give_back(received)
                 return
