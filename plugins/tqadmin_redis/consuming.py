@@ -29,7 +29,6 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tqadmin.backoff import Backoff
 from tqadmin.errors import ConnectError, NotAuthorized, TqadminError
 from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
@@ -52,8 +51,6 @@ RECOVER_SCAN = 1000
 ACK_BATCH = 1000
 FORGET_EVERY_S = 60.0
 LOST_KEPT = 10_000
-BACKOFF_BASE_S = 0.2
-BACKOFF_CAP_S = 10.0
 SETTLE_TRIES_WHEN_DRAINED = 5  # after the drain, acks that keep failing are given up (those jobs run again)
 WAIT_SLICE_S = 0.5  # the end of a run looks this often whether the drain or the settler is done
 
@@ -86,9 +83,8 @@ class RedisConsumer(Consumer):
         self._settled = threading.Event()  # the settler has sent everything and ended
         self._cursor = "-"
         self.background = Background(self.stop)
-        backoff = Backoff(BACKOFF_BASE_S, BACKOFF_CAP_S)
-        self.retrying = Retrying(backoff, sleep=self._stop.wait)  # the I/O loop's, cut short by a stop
-        self.settle_retrying = Retrying(backoff)  # the settler's: it goes on sending after a stop
+        self.retrying = Retrying(sleep=self._stop.wait)  # the I/O loop's, cut short by a stop
+        self.settle_retrying = Retrying()  # the settler's: it goes on sending after a stop
 
     # -- the I/O thread ------------------------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tqadmin.backoff import Backoff
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
 from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
@@ -46,8 +45,6 @@ MAX_VISIBILITY_S = 43_200  # 12 hours: the most SQS keeps a received message inv
 RECEIVE_BATCH = 10
 WAIT_S = 5  # a long poll's wait: stop() is honoured within it
 SAFETY_S = 1.0  # a delivery counts as lost this long before its deadline (a tenth of short leases)
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 RECEIVE_ATTRIBUTES: dict[str, Any] = {
     "MessageSystemAttributeNames": ["All"],
     "MessageAttributeNames": ["All"],
@@ -90,8 +87,7 @@ class SqsConsumer(Consumer):
         self._stop = threading.Event()
         self._drained = threading.Event()
         self.background = Background(self.stop)
-        # receives that keep failing wait the shared backoff (from 0.5 s up to 30 s), cut short by a stop
-        self.retrying = Retrying(Backoff(BACKOFF_BASE_S, BACKOFF_CAP_S), sleep=self._stop.wait)
+        self.retrying = Retrying(sleep=self._stop.wait)  # receives that keep failing; a stop cuts it short
 
     # -- the I/O thread and its receiver ------------------------------------------------------------------
 

@@ -21,7 +21,6 @@ import pika.exceptions
 from tqadmin_rabbitmq.consuming import RabbitConsumer
 from tqadmin_rabbitmq.publishing import PublishRun
 from tqadmin_rabbitmq.session import Addressed
-from tqadmin_redis import consuming as redis_consuming
 from tqadmin_redis.consuming import RedisConsumer
 from tqadmin_redis.naming import QueueKeys
 from tqadmin_redis.transport import PUBLISH_ATTEMPTS, PUBLISH_BACKOFF, RedisTransport
@@ -158,9 +157,9 @@ def test_the_redis_consumer_reconnects_through_5000_failures() -> None:
 
     redis_away = RedisAway(Failing(lambda: Unreachable("Redis at 127.0.0.1:1 cannot be reached"), end))
     consumer = RedisConsumer(redis_away, keys, QueueKeys("q.dlq", "tq:q.dlq"), 1, 30.0)  # type: ignore[arg-type]
-    consumer.retrying = time.retrying(Backoff(redis_consuming.BACKOFF_BASE_S, redis_consuming.BACKOFF_CAP_S))
+    consumer.retrying = time.retrying()
     consumer.run(lambda _d: None)
-    bounded(time.waits, redis_consuming.BACKOFF_CAP_S)
+    bounded(time.waits, RECONNECT_CAP_S)
 
 
 def test_the_redis_settler_sends_its_acks_again_through_5000_failures() -> None:
@@ -181,14 +180,12 @@ def test_the_redis_settler_sends_its_acks_again_through_5000_failures() -> None:
 
     keys = QueueKeys("q", "tq:q")
     consumer = RedisConsumer(RedisAway(run), keys, QueueKeys("q.dlq", "tq:q.dlq"), 1, 30.0)  # type: ignore[arg-type]
-    consumer.settle_retrying = time.retrying(
-        Backoff(redis_consuming.BACKOFF_BASE_S, redis_consuming.BACKOFF_CAP_S)
-    )
+    consumer.settle_retrying = time.retrying()
     consumer._acks.append("1-0")
     consumer._settle_loop()
     assert len(sent) == 1 and sent[0][0][2][-1] == "1-0"  # the ack went out once Redis answered
     assert len(time.waits) == FAILURES
-    bounded(time.waits, redis_consuming.BACKOFF_CAP_S)
+    bounded(time.waits, RECONNECT_CAP_S)
 
 
 def test_a_redis_publish_tries_each_chunk_a_few_times_with_bounded_waits_through_5000_failures() -> None:
@@ -234,12 +231,12 @@ def test_the_sqs_receiver_polls_again_through_5000_failed_receives() -> None:
 
     info = QueueInfo("q", "http://127.0.0.1:1/q", "arn:q", False, None, None, 262_144, 30)
     consumer = SqsConsumer(Queues(Client(), "SQS at http://127.0.0.1:1"), info, 10, 30.0)
-    consumer.retrying = time.retrying(Backoff(0.5, 30.0))
+    consumer.retrying = time.retrying()
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     consumer._receive_loop(inbox)
     assert inbox.empty()  # nothing was handed on: no error either, only waits
     assert len(time.waits) == FAILURES
-    bounded(time.waits, 30.0)
+    bounded(time.waits, RECONNECT_CAP_S)
 
 
 def test_the_sqlite_consumer_takes_its_turn_again_through_5000_locked_turns(tmp_path: Path) -> None:
