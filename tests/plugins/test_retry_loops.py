@@ -3,7 +3,8 @@ outage of hours), driven with a fake clock, give bounded waits and no exception.
 
 A loop that computed ``BASE * 2**attempt`` itself raised OverflowError after about 1,024 failures: the Redis
 worker exited and stayed down, the SQS receive thread died and its worker consumed nothing. Each test below
-gives a plugin's loop a broker that fails 5,000 times and then lets it end, and checks every wait it took.
+gives a plugin's loop a broker that fails 5,000 times and then lets it end, and checks every wait it took;
+the last one checks that a failure that is no broker's ends the consumer with the fault instead.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tqadmin_sqs.queues import QueueInfo, Queues
 
 from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, Unreachable
+from tqadmin.plugin.background import PluginFault
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.retrying import Retrying
@@ -262,3 +264,28 @@ def test_the_sqlite_consumer_takes_its_turn_again_through_5000_locked_turns(tmp_
     assert not ran.is_alive()
     bounded(time.waits, RECONNECT_CAP_S)
     transport.close()
+
+
+def test_an_sqs_receiver_that_dies_of_a_surprise_ends_the_consumers_run_with_the_fault() -> None:
+    """Any exception not a driver's (botocore's) used to kill the receive thread silently: the worker stayed
+    up and consumed nothing. Now ``run`` ends with the fault, and the worker process with it."""
+
+    class Client:
+        def receive_message(self, **_kwargs: Any) -> Any:
+            raise RuntimeError("not a driver error")
+
+    info = QueueInfo("q", "http://127.0.0.1:1/q", "arn:q", False, None, None, 262_144, 30)
+    consumer = SqsConsumer(Queues(Client(), "SQS at http://127.0.0.1:1"), info, 10, 30.0)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            consumer.run(lambda _d: None)
+        except PluginFault as exc:
+            raised.append(exc)
+
+    ran = threading.Thread(target=run, daemon=True)
+    ran.start()
+    ran.join(timeout=60)
+    assert not ran.is_alive(), "the consumer stayed up with a dead receiver"
+    assert len(raised) == 1 and "tq-sqs-receive died: RuntimeError: not a driver error" in str(raised[0])
