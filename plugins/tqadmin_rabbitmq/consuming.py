@@ -22,10 +22,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import NotAuthorized
+from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
 from tqadmin_rabbitmq.codec import to_message
 from tqadmin_rabbitmq.confirms import Settlement
@@ -61,25 +62,27 @@ class RabbitConsumer(ConfirmSession, Consumer):
         self._on_message: Callable[[Delivery], None] = lambda _m: None
         self._opened = False
         self._tiers_declared: set[str] = set()  # delay queues declared on the current connection
+        self.background = Background()  # no thread of its own: it turns the loop's surprises into a fault
+        self.retrying = Retrying(sleep=self._stop.wait)  # reconnects, cut short by a stop
 
     # -- the I/O thread ------------------------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
         self._on_message = on_message
-        backoff = reconnect_backoff()
-        failures = 0
-        while not self._stop.is_set():
-            self._opened = False
-            ended = self.run_once()
-            if ended is None or self._stop.is_set():
-                break
-            error = translate(ended, self.url)
-            if isinstance(error, NotAuthorized):
-                raise error
-            failures = 1 if self._opened else failures + 1
-            delay = backoff.delay(failures)
-            log.warning("connection lost (%s); reconnecting in %.1f s", error, delay)
-            self._stop.wait(delay)
+        with self.background.io_loop("the RabbitMQ consumer's loop"):
+            while not self._stop.is_set():
+                self._opened = False
+                ended = self.run_once()
+                if ended is None or self._stop.is_set():
+                    break
+                error = translate(ended, self.url)
+                if isinstance(error, NotAuthorized):
+                    raise error
+                if self._opened:  # it was consuming: this is the first failure of a new outage
+                    self.retrying.succeeded()
+                delay = self.retrying.failed()
+                log.warning("connection lost (%s); reconnecting in %.1f s", error, delay)
+                self.retrying.wait(delay)
 
     def on_ready(self, channel: Any) -> None:
         self._opened = True

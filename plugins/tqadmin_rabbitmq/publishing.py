@@ -17,9 +17,9 @@ from typing import Any
 
 import pika.exceptions as pe
 
-from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
 from tqadmin.masking import mask_url
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Outcome, PublishResult
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
@@ -51,23 +51,20 @@ class PublishRun(ConfirmSession):
         self.pump_scheduled = False
         self.last_progress = time.monotonic()
         self.blocked = False
+        self.retrying = Retrying()  # reconnects, given up once they have failed for ``timeout_s``
 
     def run(self) -> PublishResult:
-        backoff = reconnect_backoff()
-        failures = 0
-        lost_since: float | None = None
         while self.todo or self.in_flight:
             ended = self.run_once()
             if self.fatal or ended is None:
                 break
             if self.channel_opened_once:
-                failures, lost_since = 0, None
-            lost_since = lost_since or time.monotonic()
-            if time.monotonic() - lost_since > self.timeout_s:
+                self.retrying.succeeded()
+            delay = self.retrying.failed()
+            if self.retrying.failing_for() > self.timeout_s:
                 self.error = self.error or translate(ended, self.url)
                 break
-            failures += 1
-            time.sleep(backoff.delay(failures))
+            self.retrying.wait(delay)
         return self._result()
 
     def _result(self) -> PublishResult:

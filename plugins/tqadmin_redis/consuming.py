@@ -12,14 +12,16 @@ one, which then owns it. Every settlement is a fenced script (:mod:`.scripts`): 
 someone else, ours does nothing and returns ``False``.
 
 Acks are queued to a settler thread that sends each batch as one script call, so a busy worker pays one
-round trip per batch rather than per job; retries and dead letters block their job thread until done.
+round trip per batch rather than per job; retries and dead letters block their job thread until done. The
+settler runs under :class:`~tqadmin.plugin.background.Background` (its death ends :meth:`RedisConsumer.run`
+with the fault, and the end of a run never waits for a dead settler); both loops wait
+:class:`~tqadmin.plugin.retrying.Retrying`'s backoff after a failure, however many come in a row.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import socket
 import threading
 import time
@@ -28,7 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import ConnectError, NotAuthorized, TqadminError
+from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
 from tqadmin.store.redis_client import ScriptCall, text
 from tqadmin_redis import scripts
@@ -47,8 +51,8 @@ RECOVER_SCAN = 1000
 ACK_BATCH = 1000
 FORGET_EVERY_S = 60.0
 LOST_KEPT = 10_000
-BACKOFF_BASE_S = 0.2
-BACKOFF_CAP_S = 10.0
+SETTLE_TRIES_WHEN_DRAINED = 5  # after the drain, acks that keep failing are given up (those jobs run again)
+WAIT_SLICE_S = 0.5  # the end of a run looks this often whether the drain or the settler is done
 
 
 def consumer_name() -> str:
@@ -78,16 +82,29 @@ class RedisConsumer(Consumer):
         self._drained = threading.Event()
         self._settled = threading.Event()  # the settler has sent everything and ended
         self._cursor = "-"
+        self.background = Background(self.stop)
+        self.retrying = Retrying(sleep=self._stop.wait)  # the I/O loop's, cut short by a stop
+        self.settle_retrying = Retrying()  # the settler's: it goes on sending after a stop
 
     # -- the I/O thread ------------------------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
-        settler = threading.Thread(target=self._settle_loop, name="tq-redis-acks", daemon=True)
-        settler.start()
-        attempt = 0
+        self.background.start("tq-redis-acks", self._settle_loop)
+        with self.background.io_loop("the Redis consumer's loop"):
+            self._consume(on_message)
+            while not self._drained.wait(WAIT_SLICE_S):
+                self.background.check()
+            with self._lock:
+                self._lock.notify_all()
+            while not self._settled.wait(WAIT_SLICE_S):
+                self.background.check()
+        self._forget_self()
+
+    def _consume(self, on_message: Callable[[Delivery], None]) -> None:
         next_recover = next_forget = 0.0
         registered = False
         while not self._stop.is_set():
+            self.background.check()
             try:
                 if not registered:
                     self._register()
@@ -100,24 +117,18 @@ class RedisConsumer(Consumer):
                     next_forget = now + FORGET_EVERY_S
                     self._forget_idle_consumers()
                 self._take(on_message)
-                attempt = 0
+                self.retrying.succeeded()
             except NotAuthorized:
                 self._stop.set()
                 raise
             except (ConnectError, TqadminError) as exc:
-                attempt += 1
                 registered = False  # a Redis that lost its data (no persistence) lost the group too
-                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+                delay = self.retrying.failed()
                 log.warning("Redis: %s; trying again in %.1f s", exc, delay)
-                self._stop.wait(delay)
+                self.retrying.wait(delay)
                 # Idle times ran on while Redis was away (or restarting): let the other live consumers renew
                 # what they hold for one lease before claiming anything as abandoned.
                 next_recover = time.monotonic() + delay + self.lease_ms / 1000
-        self._drained.wait()
-        with self._lock:
-            self._lock.notify_all()
-        self._settled.wait()
-        self._forget_self()
 
     def _register(self) -> None:
         """Join the group (made again if Redis lost it) and say this consumer's lease."""
@@ -229,7 +240,6 @@ class RedisConsumer(Consumer):
         """Send queued acks and give-backs in batches (one round trip for both), again after a failure
         until they went through: an entry given back too late is still pending to us, and only another
         consumer would take it back."""
-        attempt = 0
         while True:
             with self._lock:
                 while not self._acks and not self._gives and not self._drained.is_set():
@@ -247,17 +257,17 @@ class RedisConsumer(Consumer):
                 calls.append((scripts.RELEASE, stream, (GROUP, self.name, RELEASED, *gives)))
             try:
                 replies = self.conn.run(calls)
-                attempt = 0
+                self.settle_retrying.succeeded()
             except TqadminError as exc:
-                attempt += 1
-                if self._drained.is_set() and attempt > 5:
+                delay = self.settle_retrying.failed()
+                if self._drained.is_set() and self.settle_retrying.failures > SETTLE_TRIES_WHEN_DRAINED:
                     log.warning("Redis: %s; %d acks not sent (those jobs will run again)", exc, len(acks))
                     continue
                 with self._lock:
                     self._acks[:0] = acks
                     self._gives[:0] = gives
                 log.warning("Redis: %s; acks are sent again shortly", exc)
-                time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
+                self.settle_retrying.wait(delay)
                 continue
             refused = sum(1 for ok in (replies[0] if acks else ()) if not ok)
             if refused:

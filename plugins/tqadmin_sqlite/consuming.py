@@ -25,8 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import ConnectTimeout
+from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
 from tqadmin_sqlite import rows
 from tqadmin_sqlite.database import BrokerFile, Tx
@@ -37,7 +39,6 @@ log = logging.getLogger("tqadmin.worker")
 BEAT_S = 1.0  # how often a consumer says it is alive (the listing counts those seen within LIVE_S)
 LIVE_S = 10.0
 IDLE_POLL_S = (0.002, 0.05)  # first wait, longest wait (doubled while nothing changes)
-RETRY_TURN_S = 1.0
 
 
 def new_consumer_id(kind: str) -> str:
@@ -61,10 +62,16 @@ class SQLiteConsumer(Consumer):
         self._beat_at = -BEAT_S
         self._version: int | None = None  # data_version seen before the last claim that came back short
         self._next_due_ms: int | None = None
+        self.background = Background()  # no thread of its own: it turns the loop's surprises into a fault
+        self.retrying = Retrying()  # turns that found the file locked past the timeout
 
     # -- the I/O thread ------------------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
+        with self.background.io_loop("the SQLite consumer's loop"):
+            self._consume(on_message)
+
+    def _consume(self, on_message: Callable[[Delivery], None]) -> None:
         idle = IDLE_POLL_S[0]
         try:
             while True:
@@ -76,7 +83,10 @@ class SQLiteConsumer(Consumer):
                 claim = want > 0 and self._worth_claiming()
                 deliveries: list[Delivery] = []
                 if acks or releases or claim or time.monotonic() - self._beat_at >= BEAT_S:
-                    deliveries = self._turn(acks, releases, want if claim else 0)
+                    turned = self._turn(acks, releases, want if claim else 0)
+                    if turned is None and not finished:
+                        continue  # it failed and waited its backoff: try again at once
+                    deliveries = turned or []
                 if finished:
                     with self._cond:
                         if not self._acks and not self._releases:
@@ -116,7 +126,9 @@ class SQLiteConsumer(Consumer):
         with self.broker.file.translated():
             return int(self.broker.file.connection().execute("PRAGMA data_version").fetchone()[0])
 
-    def _turn(self, acks: list[Token], releases: list[Token], want: int) -> list[Delivery]:
+    def _turn(self, acks: list[Token], releases: list[Token], want: int) -> list[Delivery] | None:
+        """Settle and claim in one transaction; ``None`` when it failed (what it was to settle is queued
+        again, and the backoff waited)."""
         version = self._data_version() if want else None
         started = time.monotonic()
         lease_ms = round(self.lease_s * 1000)
@@ -130,11 +142,13 @@ class SQLiteConsumer(Consumer):
                     self._next_due_ms = self._next_due(tx)
                 self._beat(tx, started)
         except ConnectTimeout as exc:  # the file stayed locked past the timeout: keep what is queued, retry
-            log.warning("SQLite broker: %s; trying again in %g s", exc, RETRY_TURN_S)
+            delay = self.retrying.failed()
+            log.warning("SQLite broker: %s; trying again in %.1f s", exc, delay)
             with self._cond:
                 self._acks[:0], self._releases[:0] = acks, releases
-            time.sleep(RETRY_TURN_S)
-            return []
+            self.retrying.wait(delay)
+            return None
+        self.retrying.succeeded()
         for token in lost:
             log.warning(
                 "delivery %s of %s: its lease had passed to another consumer; not settled",

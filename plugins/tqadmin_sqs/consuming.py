@@ -21,15 +21,16 @@ from __future__ import annotations
 import logging
 import math
 import queue
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
+from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
+from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer, Outcome
 from tqadmin_sqs.capabilities import MAX_DELAY_S
 from tqadmin_sqs.client import LONG_POLL_S, translate
@@ -44,8 +45,6 @@ MAX_VISIBILITY_S = 43_200  # 12 hours: the most SQS keeps a received message inv
 RECEIVE_BATCH = 10
 WAIT_S = 5  # a long poll's wait: stop() is honoured within it
 SAFETY_S = 1.0  # a delivery counts as lost this long before its deadline (a tenth of short leases)
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 RECEIVE_ATTRIBUTES: dict[str, Any] = {
     "MessageSystemAttributeNames": ["All"],
     "MessageAttributeNames": ["All"],
@@ -87,32 +86,36 @@ class SqsConsumer(Consumer):
         self._held = 0  # handed out and not settled: what counts against the prefetch
         self._stop = threading.Event()
         self._drained = threading.Event()
+        self.background = Background(self.stop)
+        self.retrying = Retrying(sleep=self._stop.wait)  # receives that keep failing; a stop cuts it short
 
     # -- the I/O thread and its receiver ------------------------------------------------------------------
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
         """Hand out what a receiver thread's long polls bring, until stopped and drained. The polls run in
         a thread of their own so that a stop is honoured at once, not after the poll in flight: what that
-        poll still brings is given back."""
-        self._settler = Settler(self.client, self.place, self.queue.url, self.queue.name)
+        poll still brings is given back. The receiver and the settler run under one
+        :class:`~tqadmin.plugin.background.Background`: either dying ends this loop with the fault."""
+        self._settler = Settler(self.client, self.place, self.queue.url, self.queue.name, self.background)
         inbox: queue.SimpleQueue[list[Delivery] | TqadminError] = queue.SimpleQueue()
-        threading.Thread(target=self._receive_loop, args=(inbox,), name="tq-sqs-receive", daemon=True).start()
+        self.background.start("tq-sqs-receive", lambda: self._receive_loop(inbox))
         try:
-            while not (self._stop.is_set() and self._drained.is_set()):
-                try:
-                    received = inbox.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if isinstance(received, TqadminError):
-                    raise received
-                for delivery in received:
-                    self._hand_out(delivery, on_message)
+            with self.background.io_loop("the SQS consumer's loop"):
+                while not (self._stop.is_set() and self._drained.is_set()):
+                    self.background.check()
+                    try:
+                        received = inbox.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    if isinstance(received, TqadminError):
+                        raise received
+                    for delivery in received:
+                        self._hand_out(delivery, on_message)
         finally:
             self._stop.set()
             self._settler.close()
 
     def _receive_loop(self, inbox: queue.SimpleQueue[list[Delivery] | TqadminError]) -> None:
-        attempt = 0
         while not self._stop.is_set():
             room = self._room()
             if room == 0:
@@ -125,12 +128,11 @@ class SqsConsumer(Consumer):
             except TqadminError as exc:
                 if self._stop.is_set():  # stopped while the poll was out: nothing to hand out any more
                     return
-                attempt += 1
-                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+                delay = self.retrying.failed()
                 log.warning("receive from %s failed (%s); again in %.1f s", self.queue.name, exc, delay)
-                self._stop.wait(delay)
+                self.retrying.wait(delay)
                 continue
-            attempt = 0
+            self.retrying.succeeded()
             if self._stop.is_set():  # the run loop may be gone: give them back from here
                 self._give_back(received)
                 return

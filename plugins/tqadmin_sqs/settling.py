@@ -3,7 +3,12 @@ ten messages settled, not one per message.
 
 A job thread hands its settlement over and goes on (an ack), or waits for SQS's answer (a retry's or dead
 letter's original, deleted only once its copy is confirmed). A settlement waits at most :data:`LINGER_S`
-for nine others before it is sent; closing the settler sends what is left.
+for nine others before it is sent; closing the settler sends what is left. Each visibility change keeps its
+own timeout in a shared batch (a FIFO copy hidden for 300 s beside a release at 0 s).
+
+The thread runs under the consumer's :class:`~tqadmin.plugin.background.Background`: should it die, the
+consumer's loop ends with the fault, and whoever waits for it (a waiting delete, :meth:`Settler.close`)
+stops waiting: the message was not deleted, comes back, and the completion store absorbs the repeat.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqadmin.plugin.background import Background
 from tqadmin_sqs.client import translate
 
 log = logging.getLogger("tqadmin.worker")
 
 BATCH = 10
 LINGER_S = 0.05
+WAIT_S = 120.0  # the longest a delete waits for SQS's answer: botocore's retries of a slow call, and more
 
 
 @dataclass(slots=True)
@@ -40,7 +47,9 @@ class _Queue:
 class Settler:
     """Batches of DeleteMessageBatch and ChangeMessageVisibilityBatch for one queue."""
 
-    def __init__(self, client: Any, place: str, queue_url: str, queue_name: str) -> None:
+    def __init__(
+        self, client: Any, place: str, queue_url: str, queue_name: str, background: Background | None = None
+    ) -> None:
         self._client = client
         self._place = place
         self._url = queue_url
@@ -49,8 +58,8 @@ class Settler:
         self._deletes = _Queue()
         self._changes = _Queue()
         self._closing = False
-        self._thread = threading.Thread(target=self._loop, name="tq-sqs-settle", daemon=True)
-        self._thread.start()
+        self._background = background or Background()
+        self._thread = self._background.start("tq-sqs-settle", self._loop)
 
     def delete(self, receipt: str, wait: bool = False) -> bool:
         """Delete the message received with ``receipt``; with ``wait``, whether SQS confirmed it."""
@@ -61,14 +70,16 @@ class Settler:
             self._add(self._changes, _Pending(receipt, seconds), wait=False)
 
     def close(self) -> None:
-        """Send what is pending and stop the thread."""
+        """Send what is pending and stop the thread (what a dead thread left is not sent: it comes back)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-        self._thread.join()
+        self._thread.join(timeout=WAIT_S)
 
     def _add(self, queue: _Queue, item: _Pending, wait: bool) -> bool:
         item.done = threading.Event() if wait else None
+        if self._background.fault is not None:
+            return False  # the thread died: nothing is sent any more, the worker is on its way out
         with self._cond:
             closed = self._closing  # the thread is gone or going: then it is sent from here
             if not closed:
@@ -81,7 +92,7 @@ class Settler:
         if closed:
             self._send([item])
         elif item.done is not None:
-            item.done.wait()
+            self._background.wait(item.done, WAIT_S)
         return item.ok
 
     def _loop(self) -> None:
@@ -127,9 +138,12 @@ class Settler:
 
     def _send_one(self, batch: list[_Pending]) -> None:
         try:
-            ok, failure = settle_batch(
-                self._client, self._url, [i.receipt for i in batch], batch[0].visibility_s
-            )
+            receipts = [i.receipt for i in batch]
+            if batch[0].visibility_s is None:
+                ok, failure = settle_batch(self._client, self._url, receipts, None)
+            else:
+                seconds = [i.visibility_s or 0 for i in batch]
+                ok, failure = settle_batch(self._client, self._url, receipts, seconds)
         except Exception as exc:
             error = translate(exc, self._place, self._name)
             log.warning(
@@ -157,16 +171,18 @@ class Settler:
 
 
 def settle_batch(
-    client: Any, queue_url: str, receipts: Sequence[str], visibility_s: int | None
+    client: Any, queue_url: str, receipts: Sequence[str], visibility_s: int | Sequence[int] | None
 ) -> tuple[set[int], str | None]:
-    """One DeleteMessageBatch (``visibility_s`` None) or ChangeMessageVisibilityBatch of up to 10 receipts:
-    the indexes SQS settled, and the code of the first it refused. Raises what botocore raises."""
+    """One DeleteMessageBatch (``visibility_s`` None) or ChangeMessageVisibilityBatch of up to 10 receipts
+    (one timeout for all, or one each): the indexes SQS settled, and the code of the first it refused.
+    Raises what botocore raises."""
     entries: list[dict[str, Any]] = [{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(receipts)]
     if visibility_s is None:
         answer = client.delete_message_batch(QueueUrl=queue_url, Entries=entries)
     else:
-        for entry in entries:
-            entry["VisibilityTimeout"] = visibility_s
+        seconds = [visibility_s] * len(entries) if isinstance(visibility_s, int) else visibility_s
+        for entry, timeout in zip(entries, seconds, strict=True):
+            entry["VisibilityTimeout"] = timeout
         answer = client.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)
     failed = answer.get("Failed", [])
     return {int(e["Id"]) for e in answer.get("Successful", [])}, (

@@ -31,3 +31,10 @@ def test_broker_strings_in_labels_are_escaped_not_interpreted() -> None:
     text = render(WorkerSnapshot("w", "h", 1, (), 0.0, 0.0, (), telemetry.read()))
     assert not any(line.startswith("fake_metric") for line in text.splitlines())
     assert 'queue="evil\\"} 1\\nfake_metric{a=\\"",task_type="t\\\\x"' in text
+
+
+def test_the_restarts_of_a_worker_are_exposed_and_carried_by_its_heartbeat() -> None:
+    """A worker whose supervisor restarted it twice (plugin faults or crashes) says so."""
+    snapshot = WorkerSnapshot("w", "h", 1, ("orders",), 10.0, 20.0, restarts=2)
+    assert "tqadmin_worker_restarts_total 2" in render(snapshot).splitlines()
+    assert WorkerSnapshot.decode(snapshot.encode()).restarts == 2

@@ -14,9 +14,10 @@ from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
-from tqadmin.pipeline.supervisor import supervise
+from tqadmin.pipeline.supervisor import Restart, restarts, supervise
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.worker import Worker, WorkerSettings
+from tqadmin.plugin.background import PluginFault
 from tqadmin.telemetry.endpoint import MetricsServer
 
 
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
             store.check()
             with ctx.plugin().transport(ctx.broker_config()) as transport:
-                worker = Worker(settings, transport, store, registry)
+                worker = Worker(settings, transport, store, registry, restarts=restarts())
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())
                 with _metrics(args, worker):
@@ -99,6 +100,10 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except TqadminError as exc:
             print(f"tqadmin: {mask_text(str(exc))}", file=sys.stderr, flush=True)
             return int(exc.exit_code)
+        except PluginFault as exc:  # the plugin did not expect it: loud, and a fresh process takes over
+            logs.print_traceback(exc)
+            print(logs.internal_error_line(exc), file=sys.stderr, flush=True)
+            return Restart(ExitCode.INTERNAL)
         except Exception as exc:  # a bug: said here, masked, rather than by multiprocessing, raw
             if ctx.settings.verbose:
                 logs.print_traceback(exc)

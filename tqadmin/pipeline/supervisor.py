@@ -3,11 +3,15 @@ process pools do: a task that calls ``os._exit`` or is killed by the OOM killer 
 the worker the operator started.
 
 The child says how it meant to exit through a pipe before it exits; a child that dies without saying so
-crashed and is restarted with exponential backoff and jitter (:mod:`tqadmin.backoff`, so a job that kills
-every worker does not make them restart in lock step). The jobs it held are redelivered by the broker, and
-the completion store counts the crash against the job it had claimed, which is how a poison job ends as
-``crash_loop``. A second pipe lets the child notice its supervisor died (SIGKILL) and exit rather than live on
-as an orphan.
+crashed, and one that exits with :class:`Restart` (exit 1 after a fault of its broker plugin: a background
+thread of its consumer died, see :mod:`tqadmin.plugin.background`) asks for a fresh process; both are
+restarted with exponential backoff and jitter (:class:`tqadmin.plugin.retrying.Retrying`, so a job that kills
+every worker does not make them restart in lock step), and every restart is counted: in the log, and in the
+heartbeat of the next child (:func:`restarts`). A transient fault heals in the new process; a repeated one
+goes on being restarted, one warning with its count each time. The jobs it held are redelivered by the
+broker, and the completion store counts the crash against the job it had claimed, which is how a poison job
+ends as ``crash_loop``. A second pipe lets the child notice its supervisor died (SIGKILL) and exit rather
+than live on as an orphan.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from tqadmin.backoff import Backoff
+from tqadmin.plugin.retrying import Retrying
 
 log = logging.getLogger("tqadmin.worker")
 
@@ -30,9 +35,21 @@ RESTART_BASE_S = 0.1
 RESTART_CAP_S = 5.0
 ORPHAN_EXIT = 70
 
+_restarts = [0]  # how many times this supervisor started a new child: a forked child reads its copy
+
+
+class Restart(int):
+    """The exit code of a child that wants a fresh process in its place (``Restart(1)``)."""
+
+
+def restarts() -> int:
+    """In a child: how many children this supervisor started before it (its heartbeat carries the count)."""
+    return _restarts[0]
+
 
 def supervise(target: Callable[[], int]) -> int:
-    """Run ``target`` in a forked child until it returns; restart it whenever it dies instead.
+    """Run ``target`` in a forked child until it returns; restart it whenever it dies instead, or returns
+    a :class:`Restart`.
 
     SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
     returned.
@@ -49,8 +66,8 @@ def supervise(target: Callable[[], int]) -> int:
             os.kill(child[0].pid, signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    backoff = Backoff(RESTART_BASE_S, RESTART_CAP_S)
-    failures = 0
+    retrying = Retrying(Backoff(RESTART_BASE_S, RESTART_CAP_S))
+    _restarts[0] = 0
     try:
         while True:
             status_r, status_w = os.pipe()
@@ -62,19 +79,23 @@ def supervise(target: Callable[[], int]) -> int:
             os.close(status_w)
             os.close(life_r)
             process.join()
-            said = os.read(status_r, 1)
+            said = os.read(status_r, 2)
             os.close(status_r)
             os.close(life_w)
-            if said:
+            if said[:1] and said[1:] != b"\x01":
                 return said[0]
             if stopping:
-                return 1
-            failures = 1 if time.monotonic() - started > STABLE_S else failures + 1
-            delay = backoff.delay(failures)
+                return said[0] if said else 1
+            if time.monotonic() - started > STABLE_S:
+                retrying.succeeded()
+            delay = retrying.failed()
+            _restarts[0] += 1
             log.warning(
-                "worker process %s died (exit %s); starting a new one in %.2f s",
+                "worker process %s %s (exit %s); restart %d in %.2f s",
                 process.pid,
+                "stopped after a fault" if said else "died",
                 process.exitcode,
+                _restarts[0],
                 delay,
             )
             if _sleep_unless(stopping, delay):
@@ -101,7 +122,7 @@ def _child(target: Callable[[], int], status_w: int, life_r: int, life_w: int) -
     try:
         code = target()
     finally:
-        os.write(status_w, bytes([code & 0xFF]))
+        os.write(status_w, bytes([code & 0xFF, isinstance(code, Restart)]))
     os._exit(code)  # do not wait for job threads stuck in a timed-out run
 
 

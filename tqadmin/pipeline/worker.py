@@ -118,8 +118,10 @@ class Worker:
         registry: TaskRegistry,
         *,
         rng: random.Random | None = None,
+        restarts: int = 0,
     ) -> None:
         self.settings = settings
+        self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
         self.transport = transport
         self.store = store
         self.registry = registry
@@ -756,6 +758,7 @@ class Worker:
             current_jobs=current,
             stats=self.telemetry.read(),
             store_round_trips=round_trips,
+            restarts=self.restarts,
         )
 
     def _beat(self, final: bool = False) -> None:

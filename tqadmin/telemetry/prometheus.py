@@ -41,6 +41,9 @@ def render(snapshot: WorkerSnapshot) -> str:
         "# HELP tqadmin_worker_store_round_trips_total Calls to the state store since the worker started.",
         "# TYPE tqadmin_worker_store_round_trips_total counter",
         f"tqadmin_worker_store_round_trips_total {snapshot.store_round_trips}",
+        "# HELP tqadmin_worker_restarts_total Worker processes its supervisor started before this one.",
+        "# TYPE tqadmin_worker_restarts_total counter",
+        f"tqadmin_worker_restarts_total {snapshot.restarts}",
     ]
     return "\n".join(lines) + "\n"
 

@@ -29,6 +29,7 @@ class WorkerSnapshot:
     current_jobs: tuple[str, ...] = ()
     stats: Mapping[StatsKey, TaskStats] = field(default_factory=dict)
     store_round_trips: int = 0  # calls to the state store so far: claims, marks, renewals, heartbeats
+    restarts: int = 0  # worker processes its supervisor started before this one (crashes, plugin faults)
 
     @property
     def current_job(self) -> str | None:
@@ -53,6 +54,7 @@ class WorkerSnapshot:
             "current_jobs": list(self.current_jobs),
             "tasks": [{"q": q, "t": t, **stats.to_json()} for (q, t), stats in self.stats.items()],
             "store_round_trips": self.store_round_trips,
+            "restarts": self.restarts,
         }
 
     def encode(self) -> str:
@@ -70,6 +72,7 @@ class WorkerSnapshot:
             current_jobs=tuple(document.get("current_jobs", ())),
             stats={(str(e["q"]), str(e["t"])): TaskStats.from_json(e) for e in document.get("tasks", ())},
             store_round_trips=int(document.get("store_round_trips", 0)),
+            restarts=int(document.get("restarts", 0)),
         )
 
     @classmethod
