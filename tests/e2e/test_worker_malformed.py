@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
+import pika
 import pytest
+from rabbit_queues import AMQP_URL
 from redis_pipeline import redis_pipeline_fixture  # noqa: F401 - the fixture
-from sqs_pipeline import sqs_pipeline_fixture  # noqa: F401 - the fixture
+from sqs_pipeline import SqsPipeline, sqs_pipeline_fixture  # noqa: F401 - the fixture
 from worker_harness import Pipeline, pipeline_fixture, sqlite_pipeline_fixture  # noqa: F401 - the fixtures
 
 NESTED = b"[" * 100_000 + b"]" * 100_000
@@ -86,3 +89,68 @@ def test_a_body_nested_100000_deep_at_the_head_is_dead_lettered_as_malformed_and
     code, document, error = tq_json(*broker_args(pipeline), "peek", replayed, "--yes")
     assert (code, error) == (0, "")
     assert [sha(body_of(m)) for m in document["messages"]] == [sha(NESTED)]
+
+
+@pytest.mark.sqs
+@pytest.mark.redis
+def test_sqs_messages_whose_body_encoding_lies_or_is_unknown_are_dead_lettered_as_sent_among_200_jobs(
+    sqs_pipeline: SqsPipeline,
+) -> None:
+    """Each poison body is a valid job, so a worker that ignored the attribute would run it; one that
+    trusted it raised in the receive thread, which died and left the worker consuming nothing."""
+    pipeline = sqs_pipeline
+    pipeline.declare(pipeline.queue)
+    poison = {
+        encoding: json.dumps({"task_type": "count", "id": f"{pipeline.id_prefix}{name}", "key": pipeline.key})
+        for name, encoding in (("lying", "base64"), ("unknown", "zstd"))
+    }
+    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}"} for i in range(100)])
+    for encoding, text in poison.items():
+        attributes = {
+            "x-tq-body-encoding": {"DataType": "String", "StringValue": encoding},
+            "origin": {"DataType": "String", "StringValue": "hand-written"},
+        }
+        pipeline.queues.send(pipeline.queue, text, MessageAttributes=attributes)
+    ids += pipeline.publish([{"task_type": "count", "id": f"c-{i}"} for i in range(100, 200)])
+    for _ in range(2):
+        pipeline.start("--concurrency", "4", "--prefetch", "8")
+    pipeline.wait_for(lambda: len(pipeline.effects()) == 200, 120, "the 200 good jobs")
+    pipeline.wait_for(lambda: pipeline.depth(pipeline.dlq) == 2, 30, "the 2 poison messages' dead letters")
+    assert pipeline.effects() == dict.fromkeys(ids, 1)
+    assert pipeline.runs() == dict.fromkeys(ids, 1)  # neither poison body ran
+    assert "Traceback" not in pipeline.log_text()
+    letters = {m["Body"]: m["MessageAttributes"] for m in pipeline.queues.drain(pipeline.dlq)}
+    assert set(letters) == set(poison.values())  # the bodies exactly as sent
+    for encoding, text in poison.items():
+        attributes = {name: value.get("StringValue") for name, value in letters[text].items()}
+        assert attributes["x-tq-body-encoding"] == encoding
+        assert attributes["origin"] == "hand-written"
+        assert attributes["x-tq-reason"] == "malformed"
+        assert "x-tq-body-encoding" in attributes["x-tq-error"]
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.redis
+def test_a_rabbitmq_job_whose_content_encoding_tqadmin_cannot_undo_is_dead_lettered_not_run(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.declare(pipeline.queue)
+    body = json.dumps(
+        {"task_type": "count", "id": f"{pipeline.id_prefix}gzipped", "key": pipeline.key}
+    ).encode()
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    try:
+        channel = connection.channel()
+        channel.confirm_delivery()
+        properties = pika.BasicProperties(delivery_mode=2, content_encoding="gzip")
+        channel.basic_publish("task_exchange", pipeline.queue, body, properties, mandatory=True)
+    finally:
+        connection.close()
+    ids = pipeline.publish([{"task_type": "count", "id": "after"}])
+    pipeline.start()
+    pipeline.wait_for(lambda: pipeline.effects() == dict.fromkeys(ids, 1), 60, "the job behind it")
+    pipeline.wait_for(lambda: pipeline.depth(pipeline.dlq) == 1, 30, "the dead letter")
+    assert pipeline.runs() == dict.fromkeys(ids, 1)
+    [(properties, letter)] = pipeline.dead_letters()
+    assert letter == body and properties.content_encoding == "gzip"
+    assert properties.headers["x-tq-reason"] == "malformed"
