@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import base64
 import random
+from pathlib import Path
 
 import pytest
 from tqadmin_sqs.codec import BODY_ENCODING, encode, to_message
 
+from tqadmin.admin.jsonl import read_messages
+from tqadmin.errors import UsageError
 from tqadmin.pipeline.job import decode_message
 from tqadmin.plugin.bodies import MalformedJob, load_json
 from tqadmin.plugin.models import Message
 
-DEEP = [b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000]
+DEEP = [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    b"[" * 524_288 + b"]" * 524_288,  # the whole default --max-payload-bytes
+]
 
 
-@pytest.mark.parametrize("body", DEEP, ids=["array", "object"])
+@pytest.mark.parametrize("body", DEEP, ids=["array", "object", "1-MiB"])
 def test_a_body_nested_100000_deep_is_malformed_not_a_recursion_error(body: bytes) -> None:
     with pytest.raises(MalformedJob) as info:
         Message(body).read_job()
@@ -24,6 +31,13 @@ def test_a_body_nested_100000_deep_is_malformed_not_a_recursion_error(body: byte
     assert Message(body).job() is None
     with pytest.raises(ValueError, match="nests deeper"):
         load_json(body)
+
+
+def test_an_import_file_whose_line_nests_100000_deep_is_refused_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b'{"body": "{}"}\n' + DEEP[0] + b"\n")
+    with pytest.raises(UsageError, match="line 2: nests deeper"):
+        read_messages(path)
 
 
 def test_size_is_refused_before_anything_is_parsed() -> None:
