@@ -39,6 +39,9 @@ PROPERTY_NAMES = (
     "app_id",
     "cluster_id",
 )
+# Content-encodings that say the body bytes are as they are (a charset, as kombu writes ``utf-8``, or raw
+# bytes): tqadmin undoes no other (gzip, deflate...), so a message that says one is no job it can read.
+PLAIN_ENCODINGS = frozenset({"", "identity", "utf-8", "utf8", "binary"})
 
 
 def to_message(
@@ -55,9 +58,10 @@ def to_message(
     properties["exchange"] = method.exchange or ""
     properties["routing_key"] = method.routing_key or ""
     headers = dict(props.headers or {})
+    undecodable = _undecodable(props.content_encoding)
     job_id = props.message_id
     if job_id is None:
-        job = Message(body).job()
+        job = Message(body, undecodable=undecodable).job()
         job_id = str(job["id"]) if job is not None and job.get("id") is not None else None
     due_ms = headers.get(DUE_MS)
     delivery_count = headers.get(DELIVERY_COUNT)
@@ -69,7 +73,14 @@ def to_message(
         redelivered=bool(method.redelivered),
         enqueued_at=due_ms / 1000 if isinstance(due_ms, int) else None,
         delivery_count=delivery_count if isinstance(delivery_count, int) else None,
+        undecodable=undecodable,
     )
+
+
+def _undecodable(content_encoding: object) -> str | None:
+    if content_encoding is None or str(content_encoding).strip().lower() in PLAIN_ENCODINGS:
+        return None
+    return f"content-encoding {content_encoding!r} is not one tqadmin decodes (the body is read as it is)"
 
 
 def to_properties(message: Message) -> pika.BasicProperties:

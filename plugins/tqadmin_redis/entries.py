@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import Message, _jsonable
 
 BODY = b"body"
@@ -70,7 +71,7 @@ def _object(raw: bytes | None) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+        value = load_json(raw)
+    except ValueError:
         return {}
     return value if isinstance(value, dict) else {}

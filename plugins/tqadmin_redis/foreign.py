@@ -25,6 +25,7 @@ from typing import Any
 
 from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import Message, QueueStats
 from tqadmin.store.redis_client import text
 from tqadmin_redis.connection import Connection
@@ -291,8 +292,8 @@ class ForeignQueues:
                 continue
             for raw in self._conn.client.hvals(unacked):
                 try:
-                    routing_key = json.loads(raw)[2]
-                except (ValueError, IndexError, TypeError):
+                    routing_key = load_json(raw)[2]
+                except (ValueError, IndexError, TypeError, KeyError):
                     continue
                 name = names.get(str(routing_key))
                 if name is not None:
@@ -470,7 +471,7 @@ def _header_value(value: bytes) -> str | bytes:
 
 def _sidekiq_time(raw: bytes) -> float | None:
     try:
-        value = json.loads(raw).get("enqueued_at")
+        value = load_json(raw).get("enqueued_at")
     except (ValueError, AttributeError):
         return None
     if not isinstance(value, int | float) or isinstance(value, bool):

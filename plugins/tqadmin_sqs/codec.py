@@ -4,7 +4,10 @@ SQS rules that moto does not enforce (so the plugin does, before anything is sen
 
 - a body is XML-valid Unicode text (``#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF``):
   any other body (binary, or text with a NUL) travels base64-encoded, said by the attribute
-  ``x-tq-body-encoding: base64``, and is decoded back to the same bytes on receipt;
+  ``x-tq-body-encoding: base64``, and is decoded back to the same bytes on receipt. A message whose
+  attribute says another encoding, or says base64 of a body that is not (canonical) base64, is received as
+  its text, the attribute kept among its headers and sent back as it came, and the message
+  :attr:`~tqadmin.plugin.models.Message.undecodable`: dead-lettered as ``malformed``, never a dead thread;
 - at most 10 message attributes, each named with letters, digits, ``-``, ``_`` and ``.`` (not first or last,
   never two in a row), at most 256 characters, not starting ``AWS.`` or ``Amazon.``, with a non-empty value
   of XML-valid text, a number of at most 38 digits, or bytes. Headers that do not fit, by count, name or
@@ -16,6 +19,8 @@ SQS rules that moto does not enforce (so the plugin does, before anything is sen
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
 import json
 import re
 import time
@@ -23,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tqadmin.errors import PayloadTooLarge
+from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import (
     HEADER_ATTEMPTS,
     HEADER_DEAD_LETTERED_AT,
@@ -117,14 +123,18 @@ def encode_attributes(headers: Mapping[str, Any], body_encoded: bool) -> dict[st
     """Message attributes for ``headers`` within SQS's limits (see the module's docstring)."""
     single: dict[str, dict[str, Any]] = {}
     packed: dict[str, Any] = {}
+    # the encoding an undecodable message came with goes back as it came, beside its unchanged text
+    said = None if body_encoded or BODY_ENCODING not in headers else attribute_value(headers[BODY_ENCODING])
     for name in _in_priority(headers):
+        if name == BODY_ENCODING and said is not None:
+            continue
         value = headers[name]
         attribute = attribute_value(value) if valid_attribute_name(name) and name not in OWN else None
         if attribute is None:
             packed[name] = value
         else:
             single[name] = attribute
-    room = MAX_ATTRIBUTES - (1 if body_encoded else 0)
+    room = MAX_ATTRIBUTES - (1 if body_encoded or said is not None else 0)
     if len(single) + (1 if packed else 0) > room:
         names = list(single)
         for name in names[room - 1 :]:
@@ -137,6 +147,8 @@ def encode_attributes(headers: Mapping[str, Any], body_encoded: bool) -> dict[st
         }
     if body_encoded:
         single[BODY_ENCODING] = {"DataType": "String", "StringValue": "base64"}
+    elif said is not None:
+        single[BODY_ENCODING] = said
     return single
 
 
@@ -167,18 +179,36 @@ def encode(message: Message, max_bytes: int) -> tuple[str, dict[str, dict[str, A
     return body, attributes
 
 
-def decode_attributes(attributes: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], bool]:
-    """The headers the attributes carry (packed ones unpacked), and whether the body is base64."""
+def decode_attributes(attributes: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], Any]:
+    """The headers the attributes carry (packed ones unpacked), and what ``x-tq-body-encoding`` says
+    (``None`` when the message has no such attribute)."""
     headers: dict[str, Any] = {}
-    encoded = False
+    said = None
     for name, attribute in attributes.items():
         if name == BODY_ENCODING:
-            encoded = attribute.get("StringValue") == "base64"
+            said = _value(attribute)
         elif name == PACKED:
             headers.update(_unpacked(str(attribute.get("StringValue", "{}"))))
         else:
             headers[name] = _value(attribute)
-    return headers, encoded
+    return headers, said
+
+
+def decode_body(text: str, said: Any) -> tuple[bytes, str | None]:
+    """The body's bytes, given what ``x-tq-body-encoding`` ``said``; and, when that cannot be undone, why
+    (the bytes are then the text as received). Only canonical base64 is undone, so that the body sent back
+    (a dead letter, a move) is the text that came."""
+    if said is None:
+        return text.encode("utf-8"), None
+    if said != "base64":
+        return text.encode("utf-8"), f"{BODY_ENCODING} {said!r} is not an encoding tqadmin decodes (base64)"
+    try:
+        body = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        body = None
+    if body is None or base64.b64encode(body).decode("ascii") != text:
+        return text.encode("utf-8"), f"{BODY_ENCODING} says base64, but the body is not base64"
+    return body, None
 
 
 def _value(attribute: Mapping[str, Any]) -> Any:
@@ -198,7 +228,7 @@ def _value(attribute: Mapping[str, Any]) -> Any:
 
 def _unpacked(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = load_json(text)
     except ValueError:
         return {PACKED: text}  # not ours after all: shown as it is
     if not isinstance(value, dict):
@@ -222,7 +252,8 @@ def _jsonable(value: Any) -> Any:
 def _from_json(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"$base64"} and isinstance(value["$base64"], str):
-            return base64.b64decode(value["$base64"])
+            with contextlib.suppress(binascii.Error, ValueError):  # else not ours: shown as it is
+                return base64.b64decode(value["$base64"], validate=True)
         return {k: _from_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_from_json(v) for v in value]
@@ -232,13 +263,14 @@ def _from_json(value: Any) -> Any:
 def to_message(raw: Mapping[str, Any]) -> Message:
     """A received SQS message as the driver-free :class:`Message` both faces use. Its id is the job's (the
     body's ``id``), else SQS's MessageId; ``enqueued_at`` is when it became due."""
-    headers, encoded = decode_attributes(raw.get("MessageAttributes") or {})
-    text = str(raw.get("Body", ""))
-    body = base64.b64decode(text) if encoded else text.encode("utf-8")
+    headers, said = decode_attributes(raw.get("MessageAttributes") or {})
+    body, undecodable = decode_body(str(raw.get("Body", "")), said)
+    if undecodable is not None:
+        headers[BODY_ENCODING] = said
     system = raw.get("Attributes") or {}
     properties: dict[str, Any] = {name: system[name] for name in SYSTEM_ATTRIBUTES if name in system}
     properties["MessageId"] = raw.get("MessageId")
-    job = Message(body).job()
+    job = Message(body, undecodable=undecodable).job()
     job_id = job.get("id") if job is not None else None
     receives = int(system.get("ApproximateReceiveCount") or 0) or None
     return Message(
@@ -249,6 +281,7 @@ def to_message(raw: Mapping[str, Any]) -> Message:
         redelivered=receives is not None and receives > 1,
         enqueued_at=_due(system, headers),
         delivery_count=receives,
+        undecodable=undecodable,
     )
 
 

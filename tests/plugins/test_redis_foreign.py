@@ -271,3 +271,19 @@ def test_a_foreign_queue_can_be_exported_and_stays_as_it_was(
     finally:
         client.srem("queues", name)
         client.delete(f"queue:{name}")
+
+
+def test_a_sidekiq_queue_whose_oldest_job_is_nested_100000_deep_is_listed_and_peeked_as_it_is(
+    admin: BrokerAdmin, client: redis.Redis[bytes], unique: str
+) -> None:
+    name = f"tqsk{unique}"
+    nested = b"[" * 100_000 + b"]" * 100_000
+    try:
+        client.sadd("queues", name)
+        client.lpush(f"queue:{name}", nested)
+        stats = row(admin, f"sidekiq:{name}")
+        assert (stats.messages, stats.oldest_age_s) == (1, None)  # no age to read, no error either
+        assert [m.body for m in admin.peek(f"sidekiq:{name}", 5).messages] == [nested]
+    finally:
+        client.srem("queues", name)
+        client.delete(f"queue:{name}")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import UsageError
+from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import Message
 from tqadmin.private_file import cannot_write, open_private
 
@@ -68,7 +69,7 @@ def read_messages(path: Path) -> list[Message]:
         if not line.strip():
             continue
         try:
-            message = Message.from_json(json.loads(line))
+            message = Message.from_json(load_json(line))
             _check_properties(message.properties)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"{path}, line {number}: {exc}; nothing was sent") from None

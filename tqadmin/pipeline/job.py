@@ -1,9 +1,9 @@
-"""Jobs as docs/interface.md defines them, and a codec that refuses hostile bodies before they cost anything.
+"""Jobs as docs/interface.md defines them, validated from what :mod:`tqadmin.plugin.bodies` reads.
 
-A body is checked in the cheapest order: size first (before any parsing), then UTF-8, then JSON with NaN and
-Infinity refused, then nesting depth, then shape (an object with a string ``task_type``). Every refusal is a
-:class:`MalformedJob` carrying the dead-letter reason (``too_large`` or ``malformed``), so the worker can
-dead-letter the body byte for byte and keep running.
+A body is read by the one reading both plugin faces use (size, UTF-8, JSON without NaN, nesting depth, an
+object), then checked for a job's shape (a string ``task_type``). Every refusal is a :class:`MalformedJob`
+carrying the dead-letter reason (``too_large`` or ``malformed``), so the worker can dead-letter the body byte
+for byte and keep running.
 """
 
 from __future__ import annotations
@@ -13,23 +13,26 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from tqadmin.plugin.models import HEADER_RETRY_COUNT
+from tqadmin.plugin.bodies import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MalformedJob, job_object
+from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
 
-DEFAULT_MAX_BYTES = 1_048_576
-DEFAULT_MAX_DEPTH = 32
+# The worker and the publisher refuse with the contract's reading of a body (re-exported here).
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "RESERVED",
+    "Job",
+    "MalformedJob",
+    "decode_job",
+    "decode_message",
+    "job_from_mapping",
+    "new_job",
+    "utc_now_iso",
+    "with_header_retries",
+]
+
 RESERVED = ("task_type", "id", "timestamp", "retry_count")
-
-Reason = Literal["malformed", "too_large"]
-
-
-class MalformedJob(ValueError):
-    """A body that cannot be a job; ``reason`` is the ``x-tq-reason`` it is dead-lettered with."""
-
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(detail)
-        self.reason: Reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,38 +109,10 @@ def job_from_mapping(data: Mapping[str, Any]) -> Job:
 
 def decode_job(body: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH) -> Job:
     """Parse a message body into a :class:`Job` or raise :class:`MalformedJob` saying why not."""
-    if len(body) > max_bytes:
-        raise MalformedJob("too_large", f"body is {len(body)} bytes, over the {max_bytes}-byte limit")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedJob("malformed", f"body is not UTF-8 (byte {exc.start})") from None
-    try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:
-        raise MalformedJob("malformed", f"body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise MalformedJob("malformed", f"body is a JSON {type(data).__name__}, not an object")
-    if _depth(data, max_depth) > max_depth:
-        raise MalformedJob("malformed", f"body nests deeper than {max_depth} levels")
-    return job_from_mapping(data)
+    return job_from_mapping(job_object(body, max_bytes=max_bytes, max_depth=max_depth))
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth, iterative and cut off past ``limit`` so a hostile body cannot exhaust the stack."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
+def decode_message(message: Message, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Job:
+    """The delivered ``message``'s job, or :class:`MalformedJob` saying why it has none (its body, or an
+    encoding its plugin could not undo): read by :meth:`Message.read_job`, as the admin face reads it."""
+    return job_from_mapping(message.read_job(max_bytes))

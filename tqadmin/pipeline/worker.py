@@ -40,7 +40,7 @@ from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describ
 from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.handoff import Handoff, Left, Trip
 from tqadmin.pipeline.holding import HoldingConsumer
-from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job, with_header_retries
+from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_message, with_header_retries
 from tqadmin.pipeline.retry import DeadLetter, Failure, Retry, RetryPolicy
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
 from tqadmin.pipeline.throttle import Throttle
@@ -482,7 +482,7 @@ class Worker:
     def _decode(self, consumer: Consumer, delivery: Delivery) -> _Decoded | None:
         """The delivery's job and task, or None once it is dead-lettered (malformed, unknown task)."""
         try:
-            job = decode_job(delivery.message.body, max_bytes=self.settings.max_payload_bytes)
+            job = decode_message(delivery.message, max_bytes=self.settings.max_payload_bytes)
             job = with_header_retries(job, delivery.message.headers)
         except MalformedJob as exc:
             self._dead_letter(consumer, delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)

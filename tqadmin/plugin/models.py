@@ -7,10 +7,11 @@ layer, and the TUI reads the same values the CLI prints.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from tqadmin.plugin.bodies import MalformedJob, job_object
 
 # Headers tqadmin writes on dead-lettered and replayed messages (docs/interface.md, "Jobs").
 HEADER_REASON = "x-tq-reason"
@@ -106,6 +107,11 @@ class Message:
     kind. ``id`` is the job id when one is known (the AMQP ``message_id``, or the job's ``id`` field).
     ``enqueued_at`` is the epoch time it became due (published, or its retry delay over) when the broker
     tells; ``delivery_count`` how many times the broker has handed it out, where it counts.
+
+    ``undecodable`` says why the plugin could not undo the encoding the message says its body travels in
+    (an SQS ``x-tq-body-encoding`` that is unknown or not true, an AMQP content-encoding tqadmin does not
+    decode); ``body`` is then the bytes as received, the headers keep what was said, and the message is no
+    job: the worker dead-letters it as ``malformed``, the admin face shows it as it is.
     """
 
     body: bytes
@@ -115,14 +121,22 @@ class Message:
     redelivered: bool = False
     enqueued_at: float | None = None
     delivery_count: int | None = None
+    undecodable: str | None = None
 
     def job(self) -> dict[str, Any] | None:
-        """The body parsed as a JSON object, or ``None`` when it is not one."""
+        """The body as a job's JSON object, or ``None`` when it is not one (whatever the body holds)."""
         try:
-            value = json.loads(self.body)
-        except (UnicodeDecodeError, ValueError):
+            return self.read_job()
+        except MalformedJob:
             return None
-        return value if isinstance(value, dict) else None
+
+    def read_job(self, max_bytes: int | None = None) -> dict[str, Any]:
+        """The body as a job's JSON object, or :class:`~tqadmin.plugin.bodies.MalformedJob` saying why it
+        is not one: the one reading of a body, for the worker (with its ``--max-payload-bytes``) and the
+        admin face alike."""
+        if self.undecodable is not None:
+            raise MalformedJob("malformed", self.undecodable)
+        return job_object(self.body, max_bytes=max_bytes)
 
     def to_json(self) -> dict[str, Any]:
         """JSONL export form: UTF-8 text bodies as text, anything else base64, so bytes round-trip."""
