@@ -147,6 +147,7 @@ class Worker:
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
         self._round_trips = 0  # store calls made, for the snapshot (round trips per job)
+        self._lost_claims: list[Claim] = []  # claims of window jobs whose deliveries went with a connection
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -159,6 +160,7 @@ class Worker:
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
         if self.transport.capabilities.leased:
             consumer = self._holding = HoldingConsumer(consumer)
+        consumer.watch_lost(self._deliveries_lost)
         self._consumer = consumer
         for _ in range(s.concurrency):
             self._spawn(self._runner)
@@ -249,6 +251,29 @@ class Worker:
         else:
             self._inbox.put(delivery)
 
+    def _deliveries_lost(self) -> None:
+        """The consumer lost deliveries with its connection (I/O thread): the window's jobs waiting for them
+        are dropped, and their claims given back before the next claims go out (:meth:`_release_lost`), so
+        the redelivered copies are claimable at once instead of waiting out these leases as ``HELD``."""
+        consumer = self._consumer
+        if not self._claiming or consumer is None:
+            return
+        dropped = self._handoff.drop_lost(
+            lambda d: not consumer.alive(d), lambda item: not consumer.alive(item.delivery)
+        )
+        with self._lock:
+            self._lost_claims += [item.claim for item in dropped if item.claim is not None]
+
+    def _release_lost(self) -> None:
+        """Give back the claims of deliveries lost with a connection (a trip does it before it claims, the
+        monitor when no trip comes); if the store fails meanwhile, their leases run out instead."""
+        with self._lock:
+            claims, self._lost_claims = self._lost_claims, []
+        assert self.store is not None
+        for claim in claims:
+            self._count_trip()
+            self.store.release(claim)
+
     def _runner(self) -> None:
         consumer = self._consumer
         assert consumer is not None
@@ -298,6 +323,7 @@ class Worker:
         suspects: list[_Decoded] = []
         unrun: list[_Decoded] = []
         try:
+            self._release_lost()
             for fresh in trip.fresh:
                 item = self._decode(consumer, fresh) if consumer.alive(fresh) else None
                 if item is None:
@@ -376,7 +402,13 @@ class Worker:
 
     def _run_ready(self, consumer: Consumer, item: _Decoded) -> _Outcome:
         """Run a job claimed in a trip, beside the others; one that would wait for a suspect's run waits
-        holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it."""
+        holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it. One whose
+        delivery went with a lost connection is not run: its claim is given back for the redelivered copy."""
+        if not consumer.alive(item.delivery):
+            assert self.store is not None and item.claim is not None
+            self._count_trip()
+            self.store.release(item.claim)
+            return None
         if not self._gate.try_enter() and not self._wait_for_suspect(consumer, item):
             return None
         run = _Run(item.delivery, item.job, item.spec, item.claim, item.job.retry_count + 1, solo=False)
@@ -685,6 +717,8 @@ class Worker:
             now = time.monotonic()
             self._time_out(now)
             try:
+                if self.store is not None:
+                    self._release_lost()
                 if now >= next_renew:
                     next_renew = now + s.lease_s / 3
                     self._renew()
