@@ -42,6 +42,7 @@ from tqadmin.pipeline.handoff import Handoff, Left, Trip
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_job, with_header_retries
 from tqadmin.pipeline.retry import DeadLetter, Failure, Retry, RetryPolicy
+from tqadmin.pipeline.starts import GroupStart
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.plugin.base import Delivery
@@ -148,6 +149,7 @@ class Worker:
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
         self._round_trips = 0  # store calls made, for the snapshot (round trips per job)
         self._lost_claims: list[Claim] = []  # claims of window jobs whose deliveries went with a connection
+        self._starts = GroupStart[Claim](self._send_starts)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -378,6 +380,11 @@ class Worker:
         job_ids = [item.job.id for item in items]
         return self.store.complete_and_claim(marks, job_ids, self.worker_id, self.settings.lease_s)
 
+    def _send_starts(self, claims: Sequence[Claim]) -> list[bool]:
+        assert self.store is not None
+        self._count_trip()
+        return self.store.start_many(claims)
+
     def _count_trip(self) -> None:
         with self._lock:
             self._round_trips += 1
@@ -576,6 +583,14 @@ class Worker:
 
     def _execute(self, consumer: Consumer, run: _Run) -> _Outcome:
         q, job = self.settings.queue, run.job
+        if run.claim is not None and not self._starts.start(run.claim):  # the store raising: _guarded
+            log.warning("job %s: claim superseded before its run started; not run here", job.id)
+            with self._lock:
+                del self._running[threading.get_ident()]
+            self._over(run)
+            consumer.release([run.delivery])
+            return None
+        run.started = time.monotonic()
         ctx = TaskContext(job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), q)
         enqueued_at = run.delivery.message.enqueued_at
         wait_s = time.time() - enqueued_at if enqueued_at else 0.0
