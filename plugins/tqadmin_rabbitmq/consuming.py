@@ -94,6 +94,9 @@ class RabbitConsumer(ConfirmSession, Consumer):
             return
         channel.basic_qos(prefetch_count=self.prefetch, callback=lambda _f: self._consume(channel))
 
+    def on_lost(self, exc: BaseException) -> None:
+        self.report_lost()  # the broker requeued every unacked delivery of the channel: they come again
+
     def _consume(self, channel: Any) -> None:
         if channel is self.channel and not self._stop.is_set():
             self._consumer_tag = str(channel.basic_consume(self.queue, self._deliver, auto_ack=False))

@@ -211,7 +211,8 @@ def test_a_suspect_runs_alone_with_a_claim_of_its_own_and_its_neighbours_run_bes
     store: RecordingStore,
 ) -> None:
     suspect = new_job_id(0)
-    store.claim(suspect, "a-worker-that-died", 0.05)  # its lease runs out: a crash on record
+    # its run started, then its lease runs out: a crash on record
+    assert store.start(store.claim(suspect, "a-worker-that-died", 0.05))
     time.sleep(0.2)
     store.round_trips.clear()
     running: set[str] = set()

@@ -44,6 +44,7 @@ def test_a_done_job_is_reported_done_on_reclaim_and_among_done_ids(store: StateS
 def test_a_worker_paused_past_its_lease_cannot_commit_after_a_takeover(stores: StoreFactory) -> None:
     store, kit = stores.make(), stores.kit
     paused = store.claim("job-1", "worker-a", SHORT)
+    assert store.start(paused)
     time.sleep(PAST)
     taker = store.claim("job-1", "worker-b", 30)
     assert taker.state is ClaimState.CLAIMED
@@ -74,6 +75,7 @@ def test_crashes_count_expired_claims_but_not_releases_and_can_be_forgotten(stor
     for expected in range(3):
         claim = store.claim("poison", f"worker-{expected}", SHORT)
         assert claim.crashes == expected
+        assert store.start(claim)
         time.sleep(PAST)
     claim = store.claim("poison", "worker-x", 30)
     assert claim.crashes == 3
@@ -82,6 +84,31 @@ def test_crashes_count_expired_claims_but_not_releases_and_can_be_forgotten(stor
     assert claim.crashes == 3  # a release is a retry, not a crash
     assert store.release(claim, forget_crashes=True)
     assert store.claim("poison", "worker-z", 30).crashes == 0
+
+
+def test_a_claim_that_expires_before_its_run_started_counts_no_crash(store: StateStore) -> None:
+    """A job that waited, claimed, in a worker's prefetch window when the worker died never ran: its
+    ``x-tq-attempts`` counts runs made, so no crash is charged to it; one whose run started is charged."""
+    waited = store.claim("job-1", "worker-a", SHORT)
+    ran = store.claim("job-2", "worker-a", SHORT)
+    assert store.start_many([ran]) == [True]
+    time.sleep(PAST)
+    assert [c.crashes for c in store.claim_many(["job-1", "job-2"], "worker-b", 30)] == [0, 1]
+    assert not store.start(waited)  # superseded: a stale claim's run must not start
+    assert store.start_many([]) == []
+
+
+def test_a_started_claim_renews_completes_and_releases_as_a_claimed_one(store: StateStore) -> None:
+    claim = store.claim("job-1", "worker-a", SHORT)
+    assert store.start(claim)
+    assert store.renew(claim, 30)
+    time.sleep(PAST)
+    assert store.claim("job-1", "worker-b", 30).state is ClaimState.HELD
+    assert store.release(claim)
+    again = store.claim("job-1", "worker-b", 30)
+    assert (again.state, again.crashes) == (ClaimState.CLAIMED, 0)  # a release is a retry, not a crash
+    assert store.start(again) and store.complete(again)
+    assert store.done_among(["job-1"]) == {"job-1"}
 
 
 def test_a_released_job_can_be_claimed_at_once_with_a_new_token(store: StateStore) -> None:
@@ -170,7 +197,7 @@ def test_completing_and_claiming_together_marks_the_finished_jobs_then_claims_th
 
 
 def test_a_batch_counts_a_lapsed_lease_as_a_crash_and_reports_the_live_holder(store: StateStore) -> None:
-    store.claim("k-lapsed", "worker-a", 0.05)
+    assert store.start(store.claim("k-lapsed", "worker-a", 0.05))
     store.claim("k-live", "worker-a", 30)
     time.sleep(0.2)  # the short lease runs out (a state change waited for, not a speed measured)
     claims = store.claim_many(["k-lapsed", "k-live", "k-fresh"], "worker-b", 30)

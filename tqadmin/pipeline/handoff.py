@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -139,6 +140,16 @@ class Handoff(Generic[D, R, M]):
         """Ready jobs not started yet: their claims' leases must be renewed while they wait."""
         with self._changed:
             return list(self._ready)
+
+    def drop_lost(self, fresh_gone: Callable[[D], bool], item_gone: Callable[[R], bool]) -> list[R]:
+        """Forget the fresh deliveries, ready jobs and suspects the broker took back with a lost connection
+        (they come again, redelivered); returns the ready jobs dropped, whose claims are to be given back."""
+        with self._changed:
+            self._fresh = [d for d in self._fresh if not fresh_gone(d)]
+            self._suspects = deque(r for r in self._suspects if not item_gone(r))
+            dropped = [r for r in self._ready if item_gone(r)]
+            self._ready = deque(r for r in self._ready if not item_gone(r))
+            return dropped
 
     def stop(self) -> None:
         """Hand out no more jobs; pending marks still go out, then every job thread's :meth:`next` is None."""

@@ -52,6 +52,9 @@ class HoldingConsumer(Consumer):
 
         self.inner.run(noted)
 
+    def watch_lost(self, listener: Callable[[], None]) -> None:
+        self.inner.watch_lost(listener)
+
     def stop(self) -> None:
         self.inner.stop()
 

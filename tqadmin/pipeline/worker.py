@@ -42,6 +42,7 @@ from tqadmin.pipeline.handoff import Handoff, Left, Trip
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES, Job, MalformedJob, decode_message, with_header_retries
 from tqadmin.pipeline.retry import DeadLetter, Failure, Retry, RetryPolicy
+from tqadmin.pipeline.starts import GroupStart
 from tqadmin.pipeline.tasks import FatalError, TaskContext, TaskRegistry, TaskSpec, job_logger
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.plugin.base import Delivery
@@ -149,6 +150,8 @@ class Worker:
         self._store_trouble = Throttle(STORE_WARN_EVERY_S)
         self._beat_trouble = Throttle(STORE_WARN_EVERY_S)
         self._round_trips = 0  # store calls made, for the snapshot (round trips per job)
+        self._lost_claims: list[Claim] = []  # claims of window jobs whose deliveries went with a connection
+        self._starts = GroupStart[Claim](self._send_starts)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class Worker:
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
         if self.transport.capabilities.leased:
             consumer = self._holding = HoldingConsumer(consumer)
+        consumer.watch_lost(self._deliveries_lost)
         self._consumer = consumer
         for _ in range(s.concurrency):
             self._spawn(self._runner)
@@ -251,6 +255,29 @@ class Worker:
         else:
             self._inbox.put(delivery)
 
+    def _deliveries_lost(self) -> None:
+        """The consumer lost deliveries with its connection (I/O thread): the window's jobs waiting for them
+        are dropped, and their claims given back before the next claims go out (:meth:`_release_lost`), so
+        the redelivered copies are claimable at once instead of waiting out these leases as ``HELD``."""
+        consumer = self._consumer
+        if not self._claiming or consumer is None:
+            return
+        dropped = self._handoff.drop_lost(
+            lambda d: not consumer.alive(d), lambda item: not consumer.alive(item.delivery)
+        )
+        with self._lock:
+            self._lost_claims += [item.claim for item in dropped if item.claim is not None]
+
+    def _release_lost(self) -> None:
+        """Give back the claims of deliveries lost with a connection (a trip does it before it claims, the
+        monitor when no trip comes); if the store fails meanwhile, their leases run out instead."""
+        with self._lock:
+            claims, self._lost_claims = self._lost_claims, []
+        assert self.store is not None
+        for claim in claims:
+            self._count_trip()
+            self.store.release(claim)
+
     def _runner(self) -> None:
         consumer = self._consumer
         assert consumer is not None
@@ -300,6 +327,7 @@ class Worker:
         suspects: list[_Decoded] = []
         unrun: list[_Decoded] = []
         try:
+            self._release_lost()
             for fresh in trip.fresh:
                 item = self._decode(consumer, fresh) if consumer.alive(fresh) else None
                 if item is None:
@@ -354,6 +382,11 @@ class Worker:
         job_ids = [item.job.id for item in items]
         return self.store.complete_and_claim(marks, job_ids, self.worker_id, self.settings.lease_s)
 
+    def _send_starts(self, claims: Sequence[Claim]) -> list[bool]:
+        assert self.store is not None
+        self._count_trip()
+        return self.store.start_many(claims)
+
     def _count_trip(self) -> None:
         with self._lock:
             self._round_trips += 1
@@ -378,7 +411,13 @@ class Worker:
 
     def _run_ready(self, consumer: Consumer, item: _Decoded) -> _Outcome:
         """Run a job claimed in a trip, beside the others; one that would wait for a suspect's run waits
-        holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it."""
+        holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it. One whose
+        delivery went with a lost connection is not run: its claim is given back for the redelivered copy."""
+        if not consumer.alive(item.delivery):
+            assert self.store is not None and item.claim is not None
+            self._count_trip()
+            self.store.release(item.claim)
+            return None
         if not self._gate.try_enter() and not self._wait_for_suspect(consumer, item):
             return None
         run = _Run(item.delivery, item.job, item.spec, item.claim, item.job.retry_count + 1, solo=False)
@@ -546,6 +585,14 @@ class Worker:
 
     def _execute(self, consumer: Consumer, run: _Run) -> _Outcome:
         q, job = self.settings.queue, run.job
+        if run.claim is not None and not self._starts.start(run.claim):  # the store raising: _guarded
+            log.warning("job %s: claim superseded before its run started; not run here", job.id)
+            with self._lock:
+                del self._running[threading.get_ident()]
+            self._over(run)
+            consumer.release([run.delivery])
+            return None
+        run.started = time.monotonic()
         ctx = TaskContext(job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), q)
         enqueued_at = run.delivery.message.enqueued_at
         wait_s = time.time() - enqueued_at if enqueued_at else 0.0
@@ -687,6 +734,8 @@ class Worker:
             now = time.monotonic()
             self._time_out(now)
             try:
+                if self.store is not None:
+                    self._release_lost()
                 if now >= next_renew:
                     next_renew = now + s.lease_s / 3
                     self._renew()

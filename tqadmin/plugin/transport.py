@@ -67,7 +67,25 @@ class Consumer(ABC):
 
     A delivery this consumer no longer holds (its channel died, its lease passed to another consumer) is
     never acked or moved: the broker has already given it back. Methods return ``False`` then.
+
+    Where deliveries are lost with a connection (an AMQP channel), the plugin calls :meth:`report_lost` when
+    that happens, so the worker can give up at once what it holds for them (the claims of jobs waiting in the
+    prefetch window) instead of letting their redelivered copies wait out those claims' leases.
     """
+
+    _lost_listener: Callable[[], None] | None = None
+
+    def watch_lost(self, listener: Callable[[], None]) -> None:
+        """Have ``listener`` called (in the I/O thread: it must only note the fact) each time deliveries
+        handed out were lost at once, with a connection or channel; those for which :meth:`alive` is now
+        ``False`` will come again, redelivered. Brokers that lease deliveries never call it: a lease
+        outlives a connection, and one that runs out shows in :meth:`extend`."""
+        self._lost_listener = listener
+
+    def report_lost(self) -> None:
+        """For plugins: deliveries handed out were just lost with the connection (see :meth:`watch_lost`)."""
+        if self._lost_listener is not None:
+            self._lost_listener()
 
     @abstractmethod
     def run(self, on_message: Callable[[Delivery], None]) -> None:

@@ -30,8 +30,10 @@ class ClaimState(StrEnum):
 class Claim:
     """The outcome of :meth:`CompletionStore.claim`.
 
-    ``crashes`` counts how many earlier claims of this job expired without a commit or a release: each is a
-    worker that died (or hung) while running it, which is how a poison job that kills its worker is detected.
+    ``crashes`` counts how many earlier claims of this job expired *started* (see
+    :meth:`CompletionStore.start`) without a commit or a release: each is a worker that died (or hung) while
+    running it, which is how a poison job that kills its worker is detected. A claim that expires unstarted
+    (its job waited in a worker's prefetch window) is no crash: the job never ran.
     """
 
     job_id: str
@@ -48,6 +50,15 @@ class CompletionStore(ABC):
     @abstractmethod
     def claim(self, job_id: str, owner: str, lease_s: float) -> Claim:
         """Take the job for ``owner`` unless it is done or someone else's lease on it is live."""
+
+    def start(self, claim: Claim) -> bool:
+        """Record that the run of the claimed job starts now, before it does, so that the claim expiring from
+        here on counts a crash; ``False`` when the token is no longer current (do not run it)."""
+        return self.start_many([claim])[0]
+
+    @abstractmethod
+    def start_many(self, claims: Sequence[Claim]) -> list[bool]:
+        """:meth:`start` for each claim, in one round trip (the job threads' starts sent together)."""
 
     @abstractmethod
     def renew(self, claim: Claim, lease_s: float) -> bool:

@@ -2,7 +2,8 @@
 
 Times come from the server's clock (``TIME``), so leases and heartbeat ages do not depend on the workers'
 clocks agreeing. A job record is a hash: ``state`` (claimed | released | done), ``owner``, ``token`` (the
-fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes``, ``done_at``.
+fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes``, ``done_at``. A claim is
+*claimed* until the run of its job starts, then *running*: only a running claim that expires counts a crash.
 """
 
 import hashlib
@@ -31,12 +32,12 @@ local function claim(key, owner, lease_ms, retention_s)
   if h[1] == 'done' then
     return {'done', h[2] or '', tonumber(h[3] or '0'), crashes, 0}
   end
-  if h[1] == 'claimed' then
+  if h[1] == 'claimed' or h[1] == 'running' then
     local expires = tonumber(h[4] or '0')
     if expires > now then
       return {'held', h[2] or '', tonumber(h[3] or '0'), crashes, expires - now}
     end
-    crashes = crashes + 1
+    if h[1] == 'running' then crashes = crashes + 1 end
   end
   local token = redis.call('HINCRBY', key, 'token', 1)
   redis.call('HSET', key, 'state', 'claimed', 'owner', owner, 'expires', now + tonumber(lease_ms),
@@ -49,7 +50,7 @@ end
 COMPLETE_FN = """
 local function complete(key, token, retention_s)
   local h = redis.call('HMGET', key, 'state', 'token')
-  if h[1] ~= 'claimed' or h[2] ~= token then return 0 end
+  if (h[1] ~= 'claimed' and h[1] ~= 'running') or h[2] ~= token then return 0 end
   redis.call('HSET', key, 'state', 'done', 'done_at', now)
   redis.call('HDEL', key, 'expires')
   redis.call('EXPIRE', key, retention_s)
@@ -66,7 +67,7 @@ RENEW = Script(
     NOW_MS
     + """
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
-if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
+if (h[1] ~= 'claimed' and h[1] ~= 'running') or h[2] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'expires', now + tonumber(ARGV[2]))
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
@@ -96,10 +97,18 @@ return out
 # KEYS[1] job ; ARGV token, forget_crashes (0|1) -> 1 released | 0 superseded
 RELEASE = Script("""
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
-if h[1] ~= 'claimed' or h[2] ~= ARGV[1] then return 0 end
+if (h[1] ~= 'claimed' and h[1] ~= 'running') or h[2] ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'released')
 redis.call('HDEL', KEYS[1], 'expires')
 if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'crashes', 0) end
+return 1
+""")
+
+# KEYS[1] job ; ARGV token -> 1 running | 0 superseded
+START = Script("""
+local h = redis.call('HMGET', KEYS[1], 'state', 'token')
+if (h[1] ~= 'claimed' and h[1] ~= 'running') or h[2] ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'running')
 return 1
 """)
 
@@ -127,4 +136,4 @@ return now
 """
 )
 
-ALL = (CLAIM, RENEW, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, BEAT)
+ALL = (CLAIM, RENEW, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, START, BEAT)

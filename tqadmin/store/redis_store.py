@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import redis
 
 _DONE_AMONG_CHUNK = 1000
+_HELD = ("claimed", "running")  # the states of a job someone holds a claim on
 FLAG = "--store"
 
 
@@ -144,6 +145,10 @@ class RedisStore(StateStore):
         )
         return [bool(reply) for reply in replies]
 
+    def start_many(self, claims: Sequence[Claim]) -> list[bool]:
+        calls = [(redis_scripts.START, (job_key(self.prefix, c.job_id),), (c.token,)) for c in claims]
+        return [bool(reply) for reply in self._eval(calls)] if calls else []
+
     def complete_many(self, claims: Sequence[Claim]) -> list[bool]:
         return [bool(reply) for reply in self._eval([self._completion(c) for c in claims])]
 
@@ -167,7 +172,7 @@ class RedisStore(StateStore):
                 try:
                     tx.watch(key)
                     state, current = cast(list[Any], tx.hmget(key, ["state", "token"]))  # watched: immediate
-                    if text(state) != "claimed" or text(current) != str(token):
+                    if text(state) not in _HELD or text(current) != str(token):
                         tx.unwatch()
                         return False
                     tx.multi()

@@ -130,10 +130,10 @@ class SQLiteStore(StateStore):
         state, holder, token, expires, crashes = row or ("", "", 0, 0, 0)
         if state == "done":
             return Claim(job_id, ClaimState.DONE, holder, token, crashes)
-        if state == "claimed":
+        if state in ("claimed", "running"):
             if expires > now:
                 return Claim(job_id, ClaimState.HELD, holder, token, crashes, (expires - now) / 1000)
-            crashes += 1
+            crashes += state == "running"  # a run started and its lease ran out: its worker died
         token += 1
         db.execute(
             "INSERT INTO tq_jobs (ns, job_id, state, owner, token, expires_ms, crashes, updated_ms)"
@@ -148,7 +148,7 @@ class SQLiteStore(StateStore):
     def _if_current(self, db: sqlite3.Connection, claim: Claim, assignments: str, *values: object) -> bool:
         cursor = db.execute(
             f"UPDATE tq_jobs SET {assignments}, updated_ms = ?"  # noqa: S608 - fixed column lists, no user text
-            " WHERE ns = ? AND job_id = ? AND state = 'claimed' AND token = ?",
+            " WHERE ns = ? AND job_id = ? AND state IN ('claimed', 'running') AND token = ?",
             (*values, self._now_ms(), self.prefix, claim.job_id, claim.token),
         )
         return cursor.rowcount == 1
@@ -162,6 +162,12 @@ class SQLiteStore(StateStore):
         with self._write() as db:
             until = self._now_ms() + int(lease_s * 1000)
             return [self._if_current(db, claim, "expires_ms = ?", until) for claim in claims]
+
+    def start_many(self, claims: Sequence[Claim]) -> list[bool]:
+        if not claims:
+            return []
+        with self._write() as db:
+            return [self._if_current(db, claim, "state = 'running'") for claim in claims]
 
     def _mark_done(self, db: sqlite3.Connection, claim: Claim) -> bool:
         return self._if_current(
