@@ -18,18 +18,23 @@ SIZE = (140, 45)
 pytestmark = [pytest.mark.anyio, pytest.mark.sqs]
 
 
+def _sqs_app(endpoint_url: str, tmp_path: Path) -> TqadminApp:
+    """The dashboard on moto's SQS server, as a user with only a region and an endpoint would open it."""
+    settings = Settings(
+        broker_url=BROKER_URL,
+        broker_options={"endpoint_url": endpoint_url},
+        audit_log=tmp_path / "audit.jsonl",
+        timeout_s=5.0,
+    )
+    return TqadminApp(settings=settings, refresh_s=1.0)
+
+
 async def test_on_sqs_the_overview_lists_a_queue_and_its_peek_warns_of_the_redrive_policy(
     sqs_env: str, sqs_queues: SqsQueues, tmp_path: Path
 ) -> None:
     work, _dlq = sqs_queues.create_with_dlq("tui", max_receive_count=2)
     sqs_queues.send_jobs(work, 2, task_type="resize_image")
-    settings = Settings(
-        broker_url=BROKER_URL,
-        broker_options={"endpoint_url": sqs_env},
-        audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
-    )
-    app = TqadminApp(settings=settings, refresh_s=1.0)
+    app = _sqs_app(sqs_env, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, lambda: work in app.board.stats)
         await select_queue(pilot, work, needle=sqs_queues.unique)
@@ -48,13 +53,7 @@ async def test_on_sqs_the_queue_detail_says_why_a_figure_is_missing_and_writes_t
 ) -> None:
     work, _dlq = sqs_queues.create_with_dlq("names", max_receive_count=3)
     sqs_queues.send_jobs(work, 1, task_type="resize_image")
-    settings = Settings(
-        broker_url=BROKER_URL,
-        broker_options={"endpoint_url": sqs_env},
-        audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
-    )
-    app = TqadminApp(settings=settings, refresh_s=1.0)
+    app = _sqs_app(sqs_env, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, lambda: work in app.board.stats)
         await select_queue(pilot, work, needle=sqs_queues.unique)
