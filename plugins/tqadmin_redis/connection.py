@@ -15,8 +15,8 @@ from typing import Any
 from tqadmin.errors import ConfigError
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.store.factory import split_prefix
-from tqadmin.store.redis_client import ScriptCall, connect, is_cluster, run_scripts, translated
+from tqadmin.prefixes import split_prefix
+from tqadmin.redis_client import ScriptCall, connect, is_cluster, run_scripts, translated
 from tqadmin_redis.naming import DEFAULT_PREFIX, GROUP, Layout
 
 FLAG = "--broker"

@@ -34,7 +34,7 @@ from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
-from tqadmin.store.redis_client import ScriptCall, text
+from tqadmin.redis_client import ScriptCall, text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import headers_json, to_message

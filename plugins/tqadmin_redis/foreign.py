@@ -27,7 +27,7 @@ from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import Message, QueueStats
-from tqadmin.store.redis_client import text
+from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import entry_id_ms
 from tqadmin_redis.naming import FOREIGN_PREFIXES

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store.redis_client import text
+from tqadmin.redis_client import text
 from tqadmin_redis.entries import entry_id_ms
 from tqadmin_redis.naming import GROUP, RELEASED, dlq_name
 

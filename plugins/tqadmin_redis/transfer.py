@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from tqadmin.errors import QueueNotFound, Unroutable
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import Message
-from tqadmin.store.redis_client import text
+from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.consuming import consumer_name

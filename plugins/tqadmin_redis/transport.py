@@ -25,7 +25,7 @@ from tqadmin.plugin.transport import (
     PublishResult,
     publish_options,
 )
-from tqadmin.store.redis_client import detail
+from tqadmin.redis_client import detail
 from tqadmin_redis.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import fields_of

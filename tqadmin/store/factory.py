@@ -7,10 +7,11 @@ driver sees it.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
 from tqadmin.masking import mask_url
+from tqadmin.prefixes import split_prefix
 from tqadmin.store.base import Retention, StateStore
 from tqadmin.store.keys import DEFAULT_PREFIX
 
@@ -50,14 +51,3 @@ def open_store(
     raise ConfigError(
         f"state store URL {mask_url(url)} is not supported (use {', '.join(s + '://' for s in SCHEMES)})"
     )
-
-
-def split_prefix(url: str) -> tuple[str, str | None]:
-    """``url`` without its ``prefix`` query parameter, and that parameter's value (None when absent)."""
-    base, _, query_text = url.partition("?")
-    query = parse_qsl(query_text, keep_blank_values=True)
-    prefix = next((value for key, value in query if key == "prefix"), None)
-    if prefix is None:
-        return url, None
-    rest = urlencode([(key, value) for key, value in query if key != "prefix"])
-    return (f"{base}?{rest}" if rest else base), prefix

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import redis
 
-from tqadmin.store.factory import split_prefix
+from tqadmin.prefixes import split_prefix
 from tqadmin.store.keys import check_prefix
 from tqadmin.store.lease import (
     CronStore,

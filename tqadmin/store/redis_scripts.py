@@ -6,24 +6,7 @@ fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes`
 *claimed* until the run of its job starts, then *running*: only a running claim that expires counts a crash.
 """
 
-import hashlib
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True, slots=True)
-class Script:
-    """A Lua script and its SHA1, the name Redis knows it by once loaded."""
-
-    source: str
-    sha: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())  # noqa: S324 - Redis's id
-
-
-NOW_MS = (
-    "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-)
+from tqadmin.redis_client import NOW_MS, Script
 
 CLAIM_FN = """
 local function claim(key, owner, lease_ms, retention_s)

@@ -15,6 +15,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tqadmin.errors import BadResponse, TqadminError
 from tqadmin.masking import mask_url
+from tqadmin.redis_client import (
+    ScriptCall,
+    connect,
+    detail,
+    is_cluster,
+    run_scripts,
+    server_time,
+    text,
+    translated,
+)
 from tqadmin.store import redis_scripts
 from tqadmin.store.base import (
     Claim,
@@ -29,16 +39,6 @@ from tqadmin.store.base import (
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
-from tqadmin.store.redis_client import (
-    ScriptCall,
-    connect,
-    detail,
-    is_cluster,
-    run_scripts,
-    server_time,
-    text,
-    translated,
-)
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 if TYPE_CHECKING:

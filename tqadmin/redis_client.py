@@ -8,16 +8,33 @@ a script reloaded after a restart and a password masked the same way everywhere.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.masking import mask_text
-from tqadmin.store.redis_scripts import Script
 
 if TYPE_CHECKING:
     import redis
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A Lua script and its SHA1, the name Redis knows it by once loaded."""
+
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())  # noqa: S324 - Redis's id
+
+
+NOW_MS = (
+    "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+)
 
 ScriptCall = tuple[Script, Sequence[str], Sequence[Any]]
 """A script, the keys it touches (all in one slot) and its arguments."""
