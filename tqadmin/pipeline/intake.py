@@ -194,13 +194,13 @@ class Intake:
             job = decode_message(delivery.message, max_bytes=self._max_bytes)
             job = with_header_retries(job, delivery.message.headers)
         except MalformedJob as exc:
-            self._settler.dead_letter(delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
+            self._settler.refuse(delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
             return None
         spec = self._registry.get(job.task_type)
         if spec is None:
             known = ", ".join(self._registry.names())
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
-            self._settler.dead_letter(delivery, "unknown_task", error, job.retry_count, job.task_type)
+            self._settler.refuse(delivery, "unknown_task", error, job.retry_count, job.task_type)
             return None
         return Decoded(delivery, job, spec)
 

@@ -11,7 +11,7 @@
 - a run that timed out (:meth:`Settler.timed_out`), as a failed one;
 - a delivery that must not run (:meth:`Settler.unrun`, :meth:`Settler.crash_looping`): already done (acked),
   held by another worker (looked at again when that lease ends), crash-looping (quarantined);
-- a delivery that cannot run (:meth:`Settler.dead_letter`): malformed, or of a task this worker lacks.
+- a delivery that cannot run (:meth:`Settler.refuse`): malformed, or of a task this worker lacks.
 
 Nothing is acked before its successor is durable: the plugin publishes a retry or a dead letter with
 confirmation before it acks the original (:mod:`tqadmin.plugin.transport`), and a run is acked only after
@@ -152,7 +152,7 @@ class Settler:
             )
         else:
             error = describe_error(failure.error)
-            self.dead_letter(run.delivery, decision.reason, error, run.attempt, job.task_type)
+            self.refuse(run.delivery, decision.reason, error, run.attempt, job.task_type)
 
     # -- deliveries that do not run ------------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class Settler:
         if quarantine is not None:
             error = f"CrashLoop: runs of this job killed their worker {claim.crashes} times"
             attempts = job.retry_count + claim.crashes
-            self.dead_letter(delivery, quarantine.reason, error, attempts, job.task_type)
+            self.refuse(delivery, quarantine.reason, error, attempts, job.task_type)
             self._trips.release(claim, forget_crashes=True)
             return True
         return False
@@ -188,7 +188,7 @@ class Settler:
         error = (
             f"CrashLoop: this job was handed out {count} times, each time after its holder's lease ran out"
         )
-        self.dead_letter(delivery, quarantine.reason, error, job.retry_count + count - 1, job.task_type)
+        self.refuse(delivery, quarantine.reason, error, job.retry_count + count - 1, job.task_type)
         return True
 
     # -- the broker's verbs: the only calls of them in the pipeline --------------------------------------
@@ -204,7 +204,8 @@ class Settler:
             headers[HEADER_RETRY_COUNT] = retries
         return self._consumer.retry_later(delivery, delay_s, headers)
 
-    def dead_letter(self, delivery: Delivery, reason: str, error: str, attempts: int, task_type: str) -> None:
+    def refuse(self, delivery: Delivery, reason: str, error: str, attempts: int, task_type: str) -> None:
+        """Dead-letter ``delivery`` with why (``reason``, ``error``), the runs it had and its task type."""
         headers = dead_letter_headers(
             reason=reason,
             error=clip_error(error),
