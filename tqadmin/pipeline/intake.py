@@ -15,9 +15,18 @@ import functools
 import queue
 import threading
 
-from tqadmin.pipeline.handoff import Handoff, Left, Trip
+from tqadmin.pipeline.handoff import Trip
 from tqadmin.pipeline.job import MalformedJob, decode_message, with_header_retries
-from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Finished, Outcome, Run, claims_of
+from tqadmin.pipeline.outcomes import (
+    ABANDONED,
+    SETTLED,
+    Decoded,
+    Finished,
+    Outcome,
+    Run,
+    WindowHandoff,
+    claims_of,
+)
 from tqadmin.pipeline.running import Runner
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
@@ -29,8 +38,6 @@ from tqadmin.plugin.transport import Consumer
 from tqadmin.store.base import Claim, ClaimState
 
 MALFORMED = "(malformed)"
-
-WindowHandoff = Handoff[Delivery, Decoded, Run]
 
 
 class Intake:
@@ -223,7 +230,7 @@ class Intake:
                 break
             if item is not None:
                 left.append(item)
-        held: Left[Delivery, Decoded, Run] = self._handoff.take_all()
+        held = self._handoff.take_all()
         left += held.fresh
         left += [s.delivery for s in held.suspects]
         try:

@@ -17,16 +17,14 @@ import time
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
-from tqadmin.pipeline.handoff import Handoff
 from tqadmin.pipeline.holding import HoldingConsumer
-from tqadmin.pipeline.outcomes import Decoded, Run
+from tqadmin.pipeline.outcomes import Run, WindowHandoff
 from tqadmin.pipeline.running import Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
-from tqadmin.plugin.base import Delivery
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 log = logging.getLogger("tqadmin.worker")
@@ -62,7 +60,7 @@ class Monitor:
         settings: WorkerSettings,
         running: Running,
         *,
-        handoff: Handoff[Delivery, Decoded, Run],
+        handoff: WindowHandoff,
         trips: StoreTrips | None,
         holding: HoldingConsumer | None,
         heartbeat: Heartbeat,

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from tqadmin.pipeline.handoff import Handoff
 from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.retry import Failure
 from tqadmin.pipeline.tasks import TaskSpec
@@ -73,6 +74,8 @@ class Finished:
 
 
 Outcome: TypeAlias = Settled | Abandoned | Finished
+WindowHandoff: TypeAlias = Handoff[Delivery, Decoded, Run]
+"""The prefetch window shared by the job threads: fresh deliveries, decoded jobs, runs waiting for a mark."""
 SETTLED = Settled()
 ABANDONED = Abandoned()
 

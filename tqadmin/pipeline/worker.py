@@ -37,18 +37,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from tqadmin.pipeline.handoff import Handoff
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
-from tqadmin.pipeline.outcomes import Decoded, Run
+from tqadmin.pipeline.outcomes import WindowHandoff
 from tqadmin.pipeline.running import Runner, Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.tasks import TaskRegistry
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import Trouble
-from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import Telemetry
@@ -83,7 +81,7 @@ class Worker:
             None if store is None else StoreTrips(store, owner=self.worker_id, lease_s=settings.lease_s)
         )
         n = settings.concurrency
-        self._handoff = Handoff[Delivery, Decoded, Run](low=n, batch=max(n, settings.effective_prefetch // 4))
+        self._handoff = WindowHandoff(low=n, batch=max(n, settings.effective_prefetch // 4))
         self._running = Running(self._handoff.solo_over)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
