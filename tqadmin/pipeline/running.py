@@ -48,6 +48,7 @@ class Running:
         return self._gate.try_enter()
 
     def leave(self, *, solo: bool) -> None:
+        """Out of the gate; a suspect leaving it lets the intake claim fresh deliveries again."""
         self._gate.leave(solo=solo)
         if solo:
             self._solo_over()
