@@ -21,6 +21,7 @@ from typing import Protocol
 
 HERE = Path(__file__).parent
 APPS = HERE / "worker_apps"
+CHECKOUT = HERE.parent  # the source tree a tqadmin worker runs from unless told another
 AMQP = "amqp://guest:guest@127.0.0.1:5672/%2F"
 STORE_URL = "redis://127.0.0.1:6379/0"
 
@@ -86,16 +87,26 @@ def spawn(*command: str, env: dict[str, str] | None = None) -> Callable[[], subp
 
 
 def tqadmin_worker(broker: str, store: str, queue: str, *extra: str) -> list[str]:
-    """`tqadmin worker` on the benchmark's no-op task, as a user runs it."""
-    command = [sys.executable, "-m", "tqadmin.cli", "--broker", broker, "--store", store, "worker"]
+    """`tqadmin worker` on the benchmark's no-op task, as a user runs it (``-P``: tqadmin comes from the
+    checkout :func:`checkout_env` names, never from the current directory)."""
+    command = [sys.executable, "-P", "-m", "tqadmin.cli", "--broker", broker, "--store", store, "worker"]
     return [*command, "--tasks", "tq_tasks", "--queue", queue, *extra]
 
 
-def tqadmin_sample(broker: Depth, queue: str, total: int, command: Sequence[str], store: str) -> Sample:
-    """Drain ``queue`` with a tqadmin worker; its round trips per job from the heartbeat it left at exit."""
+def checkout_env(tree: Path) -> dict[str, str]:
+    """The environment that runs tqadmin and its plugins from the source tree ``tree`` (ahead of the
+    installed copy), so one run can time two checkouts (bench/worker.py ``--compare-with``)."""
+    return {"PYTHONPATH": os.pathsep.join(str(p) for p in (tree, tree / "plugins", APPS))}
+
+
+def tqadmin_sample(
+    broker: Depth, queue: str, total: int, command: Sequence[str], store: str, tree: Path = CHECKOUT
+) -> Sample:
+    """Drain ``queue`` with a tqadmin worker run from ``tree``; its round trips per job from the heartbeat
+    it left at exit."""
     from tqadmin.store import open_store
 
-    rate = drain_rate(broker, queue, total, spawn(*command))
+    rate = drain_rate(broker, queue, total, spawn(*command, env=checkout_env(tree)))
     opened = open_store(store)
     try:
         trips = sum(record.snapshot.store_round_trips for record in opened.workers())

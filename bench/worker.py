@@ -5,8 +5,14 @@ no-op jobs with the completion store off (``--no-dedup``) and on; beside each ra
 job the worker counted (its last heartbeat's ``store_round_trips`` over N: claims, completion marks,
 renewals and heartbeats). The baseline is Celery ``--pool solo`` (acks_late) on RabbitMQ, and on Redis too
 where the broker is Redis. Every contender runs ``--rounds`` times in turn and the median is shown (as
-bench/move.py does), so a burst of load on the shared machine does not fall on one contender only. Stores:
-Redis for RabbitMQ and Redis (a prefix of its own per run), the queue's own file for SQLite.
+bench/move.py does), the order rotated each round, so a burst of load on the shared machine does not fall on
+one contender only. Stores: Redis for RabbitMQ and Redis (a prefix of its own per run), the queue's own file
+for SQLite.
+
+``--compare-with PATH`` times a change: the tqadmin contenders run from this checkout (after) and from the
+checkout at PATH (before, e.g. ``git worktree add ../before BASE``) in the same rounds, each pair in turn
+(before first in odd rounds, after first in even ones); a table gives the before and after medians with
+their min-max spread, and says whether the after-median lies within the before-spread or above it.
 
 SQS has its own benchmark (bench/worker_sqs.py, on moto's server: API calls per job); the peers of each
 broker (Dramatiq, RQ, Huey, raw client loops) are in bench/worker_redis.py and bench/worker_sqlite.py, and for
@@ -14,6 +20,7 @@ RabbitMQ here, after the rounds, unless ``--skip-peers``: the publisher against 
 loop, a raw pika consumer and Dramatiq.
 
     python bench/worker.py [--jobs N] [--rounds R] [--brokers rabbitmq,sqlite,redis] [--skip-peers]
+                           [--compare-with PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import pika
 from drain import (
     AMQP,
     APPS,
+    CHECKOUT,
     STORE_URL,
     Sample,
     arguments,
@@ -53,7 +61,13 @@ from tqadmin.plugin.base import BrokerConfig
 BROKERS = ("rabbitmq", "sqlite", "redis")
 TQ_OFF, TQ_ON = "tqadmin worker, dedup off", "tqadmin worker, dedup on"
 CELERY, CELERY_REDIS = "Celery --pool solo, acks_late (RabbitMQ)", "Celery on Redis, --pool solo, acks_late"
+BEFORE = " [before]"
 TRIPS_TARGET = 0.1
+
+Key = tuple[str, str]
+"""A contender: its broker and label."""
+Group = list[tuple[Key, Callable[[], Sample]]]
+"""Contenders that run back to back in a round: one, or the before and after of a tqadmin worker."""
 
 
 def transport():
@@ -136,25 +150,26 @@ class Run:
             *([] if dedup else ["--no-dedup"]),
         ]
 
-    def rabbitmq(self, dedup: bool) -> Sample:
+    def rabbitmq(self, dedup: bool, tree: Path) -> Sample:
         queue = self.rabbit.new_queue("tq")
         fill_tqadmin(queue, self.args.jobs)
         self.runs += 1
         store = f"{STORE_URL}?prefix=bench-{self.tag}-{self.runs}"
         command = tqadmin_worker(AMQP, store, queue, *self.worker_options(dedup))
-        return tqadmin_sample(self.rabbit, queue, self.args.jobs, command, store)
+        return tqadmin_sample(self.rabbit, queue, self.args.jobs, command, store, tree)
 
-    def sqlite(self, dedup: bool) -> Sample:
+    def sqlite(self, dedup: bool, tree: Path) -> Sample:
         from worker_sqlite import tqadmin_rate
 
         with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as folder:
-            return tqadmin_rate(Path(folder) / "queue.db", self.args.jobs, self.worker_options(dedup))
+            return tqadmin_rate(Path(folder) / "queue.db", self.args.jobs, self.worker_options(dedup), tree)
 
-    def redis(self, dedup: bool) -> Sample:
+    def redis(self, dedup: bool, tree: Path) -> Sample:
         from worker_redis import tqadmin_redis
 
         self.runs += 1
-        return tqadmin_redis(f"bench-{self.tag}-{self.runs}", self.args.jobs, self.worker_options(dedup))
+        prefix = f"bench-{self.tag}-{self.runs}"
+        return tqadmin_redis(prefix, self.args.jobs, self.worker_options(dedup), tree=tree)
 
     def celery(self) -> Sample:
         queue = self.rabbit.new_queue("celery")
@@ -170,14 +185,20 @@ class Run:
             celery_rate(f"bench-{self.tag}-{self.runs}-celery:", self.args.jobs, self.args.prefetch)
         )
 
-    def contenders(self) -> dict[tuple[str, str], Callable[[], Sample]]:
-        found: dict[tuple[str, str], Callable[[], Sample]] = {("rabbitmq", CELERY): self.celery}
+    def contenders(self) -> list[Group]:
+        """What runs each round, in this order before rotation: a tqadmin worker from this checkout, and
+        with ``--compare-with`` from the other one right beside it."""
+        before: Path | None = self.args.compare_with
+        found: list[Group] = [[(("rabbitmq", CELERY), self.celery)]]
         for broker in self.args.brokers:
             measure = getattr(self, broker)
-            found[broker, TQ_OFF] = lambda m=measure: m(False)
-            found[broker, TQ_ON] = lambda m=measure: m(True)
+            for label, dedup in ((TQ_OFF, False), (TQ_ON, True)):
+                group: Group = [((broker, label), lambda m=measure, d=dedup: m(d, CHECKOUT))]
+                if before is not None:
+                    group.insert(0, ((broker, label + BEFORE), lambda m=measure, d=dedup: m(d, before)))
+                found.append(group)
             if broker == "redis":
-                found[broker, CELERY_REDIS] = self.celery_redis
+                found.append([((broker, CELERY_REDIS), self.celery_redis)])
         return found
 
     def peers(self) -> dict[str, float]:
@@ -206,7 +227,7 @@ class Run:
 
 def print_table(results: dict[tuple[str, str], Sample], args: argparse.Namespace) -> None:
     print(
-        f"\n{args.jobs} no-op jobs, median of {args.rounds} runs in turn on a shared machine"
+        f"\n{args.jobs} no-op jobs, median of {args.rounds} runs in rotated turns on a shared machine"
         f" (figures are noisy); threads: {args.concurrency} dedup off, {args.dedup_concurrency} dedup on;"
         f" prefetch {args.prefetch}\n"
     )
@@ -238,6 +259,37 @@ def print_table(results: dict[tuple[str, str], Sample], args: argparse.Namespace
         print(f"  {broker:<9} {trips:6.3f}  (target <= {TRIPS_TARGET:g}: {met})")
 
 
+def in_turn(groups: list[Group], round_no: int) -> Group:
+    """Round ``round_no``'s order: the groups rotated by one a round, and each pair's order swapped every
+    other round, so neither side of a comparison always runs first or right after the same neighbour."""
+    shift = round_no % len(groups)
+    rotated = groups[shift:] + groups[:shift]
+    return [item for group in rotated for item in (group if round_no % 2 == 0 else group[::-1])]
+
+
+def print_comparison(samples: dict[Key, list[Sample]], args: argparse.Namespace) -> None:
+    """Before (``--compare-with``) against after (this checkout): medians, min-max spreads, and the verdict
+    the issue asks for: the after-median within the before-spread or above it."""
+    print(f"\nbefore: {args.compare_with}\nafter:  {CHECKOUT}\n")
+    rows = [key for key in samples if (key[0], key[1] + BEFORE) in samples]
+    width = max(len(label) for _, label in rows)
+    print(f"  {'broker':<9} {'':<{width}}  {'before':>9} {'(min-max)':>19}  {'after':>9} {'(min-max)':>19}")
+    for broker, label in rows:
+        before = [s.rate for s in samples[broker, label + BEFORE]]
+        after = [s.rate for s in samples[broker, label]]
+        was, now = statistics.median(before), statistics.median(after)
+        verdict = "SLOWER" if now < min(before) else "above" if now > max(before) else "within"
+        print(
+            f"  {broker:<9} {label:<{width}}  {was:>9,.0f} {spread(before):>19}"
+            f"  {now:>9,.0f} {spread(after):>19}"
+            f"  after/before {now / was:5.2f}x  {verdict} the before-spread"
+        )
+
+
+def spread(rates: list[float]) -> str:
+    return f"({min(rates):,.0f}-{max(rates):,.0f})"
+
+
 def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
     parser.set_defaults(jobs=10000)
@@ -248,18 +300,28 @@ def main() -> None:
         "--brokers", default=",".join(BROKERS), help="comma-separated, of " + ", ".join(BROKERS)
     )
     parser.add_argument("--skip-peers", action="store_true", help="no publisher, raw pika or Dramatiq runs")
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="PATH",
+        help="a checkout of tqadmin to time beside this one (before/after medians and spreads)",
+    )
     args = parser.parse_args()
     args.brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     unknown = sorted(set(args.brokers) - set(BROKERS))
     if unknown:
         parser.error(f"unknown broker {', '.join(unknown)}: choose among {', '.join(BROKERS)}")
+    if args.compare_with is not None:
+        args.compare_with = args.compare_with.resolve()
+        if not (args.compare_with / "tqadmin" / "cli.py").is_file():
+            parser.error(f"--compare-with {args.compare_with}: not a checkout of tqadmin (no tqadmin/cli.py)")
     run = Run(args)
-    samples: dict[tuple[str, str], list[Sample]] = {}
+    samples: dict[Key, list[Sample]] = {}
     peers: dict[str, float] = {}
     try:
         contenders = run.contenders()
         for round_no in range(args.rounds):
-            for (broker, label), measure in contenders.items():
+            for (broker, label), measure in in_turn(contenders, round_no):
                 sample = measure()
                 samples.setdefault((broker, label), []).append(sample)
                 trips = (
@@ -274,6 +336,8 @@ def main() -> None:
     finally:
         run.close()
     print_table({key: median(found) for key, found in samples.items()}, args)
+    if args.compare_with is not None:
+        print_comparison(samples, args)
     if peers:
         celery = statistics.median(s.rate for s in samples["rabbitmq", CELERY])
         print("\nRabbitMQ peers, one run\n")

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # bench/ is not a package
 
 from drain import (
     APPS,
+    CHECKOUT,
     Left,
     Sample,
     arguments,
@@ -65,8 +66,11 @@ Row = tuple[str, float]
 bench_path()
 
 
-def tqadmin_redis(prefix: str, jobs: int, extra: list[str], queue: str = "tq") -> Sample:
-    """`tqadmin worker` on a Redis stream, its store on the same Redis (bench/worker.py uses it too)."""
+def tqadmin_redis(
+    prefix: str, jobs: int, extra: list[str], queue: str = "tq", tree: Path = CHECKOUT
+) -> Sample:
+    """`tqadmin worker` (run from the checkout ``tree``) on a Redis stream, its store on the same Redis
+    (bench/worker.py uses it too)."""
     from tqadmin_redis.naming import Layout
 
     client = redis.Redis.from_url(REDIS_URL)
@@ -76,7 +80,8 @@ def tqadmin_redis(prefix: str, jobs: int, extra: list[str], queue: str = "tq") -
     stream = Layout(prefix).queue(queue).stream
     left = Left(lambda: int(client.xlen(stream)))
     try:
-        return tqadmin_sample(left, queue, jobs, tqadmin_worker(broker, store, queue, *extra), store)
+        command = tqadmin_worker(broker, store, queue, *extra)
+        return tqadmin_sample(left, queue, jobs, command, store, tree)
     finally:
         client.close()
 

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from drain import APPS, Sample, drain_rate, report, spawn, tqadmin_sample, tqadmin_worker
+from drain import APPS, CHECKOUT, Sample, drain_rate, report, spawn, tqadmin_sample, tqadmin_worker
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
@@ -53,14 +53,15 @@ class RowCount:
             return int(db.execute(self.sql).fetchone()[0])
 
 
-def tqadmin_rate(path: Path, total: int, extra: list[str]) -> Sample:
-    """`tqadmin worker` on one SQLite file, its store on the same file (bench/worker.py uses it too)."""
+def tqadmin_rate(path: Path, total: int, extra: list[str], tree: Path = CHECKOUT) -> Sample:
+    """`tqadmin worker` (run from the checkout ``tree``) on one SQLite file, its store on the same file
+    (bench/worker.py uses it too)."""
     url = f"sqlite:///{path}"
     with plugin_for_url(url).transport(BrokerConfig(url=url, timeout_s=30)) as transport:
         report = publish_jobs(transport, [new_job("noop") for _ in range(total)], queue=QUEUE)
     assert report.all_confirmed, report.error
     rows = RowCount(path, f"SELECT COUNT(*) FROM tqb_messages WHERE queue = '{QUEUE}'")
-    return tqadmin_sample(rows, QUEUE, total, tqadmin_worker(url, url, QUEUE, *extra), url)
+    return tqadmin_sample(rows, QUEUE, total, tqadmin_worker(url, url, QUEUE, *extra), url, tree)
 
 
 def huey_rate(path: Path, total: int, threads: int, sync: str) -> float:
