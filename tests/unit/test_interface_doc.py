@@ -62,4 +62,4 @@ def test_every_global_option_is_in_the_paragraph_on_global_options() -> None:
 
 def test_every_command_accepts_the_global_options() -> None:
     """What the paragraph promises: global options after the command name too."""
-    assert [name for name, parser in COMMANDS.items() if not GLOBAL <= option_strings(parser)] == []
+    assert [name for name, parser in COMMANDS.items() if not option_strings(parser) >= GLOBAL] == []
