@@ -24,7 +24,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
 from tqadmin.masking import mask_text
 from tqadmin.plugin.base import PluginOption
-from tqadmin.plugin.registry import installed_options
+from tqadmin.plugin.registry import driver_log_levels, installed_options
 
 # name -> (module under tqadmin.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(logs.internal_error_line(exc), file=sys.stderr)
         return int(ExitCode.INTERNAL)
     verbose = bool(args.verbose)
-    logs.setup(verbose)
+    logs.setup(verbose, driver_log_levels(verbose))
     try:
         settings = config.resolve(
             config.Overrides(

@@ -13,6 +13,7 @@ import logging
 import sys
 import threading
 import traceback
+from collections.abc import Mapping
 from types import TracebackType
 from typing import TextIO
 
@@ -34,16 +35,18 @@ class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
         """StreamHandler's constructor sets it; there is nothing to keep."""
 
 
-def setup(verbose: bool) -> None:
-    """Log to stderr, masked: INFO and up with ``-v``, warnings and errors otherwise."""
+def setup(verbose: bool, driver_levels: Mapping[str, int] | None = None) -> None:
+    """Log to stderr, masked: INFO and up with ``-v``, warnings and errors otherwise; ``driver_levels`` are
+    the levels the broker plugins ask for their drivers' loggers (``BrokerPlugin.driver_loggers``: pika's
+    every failed attempt is not the one line that counts)."""
     handler = _CurrentStderr()
     handler.setFormatter(MaskingFormatter(FORMAT))
     root = logging.getLogger()
     # Replace only our own (main() may run twice in one process, as in tests); leave others' handlers be.
     root.handlers[:] = [h for h in root.handlers if not isinstance(h, _CurrentStderr)] + [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)
-    # pika logs every failed connection attempt at ERROR, with a traceback; ours is the one line that counts.
-    logging.getLogger("pika").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    for name, level in (driver_levels or {}).items():
+        logging.getLogger(name).setLevel(level)
     sys.excepthook = _uncaught
     threading.excepthook = _thread_died
 

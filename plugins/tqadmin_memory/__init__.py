@@ -10,15 +10,16 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
-from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.capabilities import Capabilities, TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport
-from tqadmin_memory.capabilities import CAPABILITIES
+from tqadmin_memory.capabilities import CAPABILITIES, TRANSPORT_CAPABILITIES
 
 
 class MemoryPlugin(BrokerPlugin):
     name: ClassVar[str] = "memory"
     schemes: ClassVar[tuple[str, ...]] = ("memory",)
     capabilities: ClassVar[Capabilities] = CAPABILITIES
+    transport_capabilities: ClassVar[TransportCapabilities | None] = TRANSPORT_CAPABILITIES
 
     def admin(self, config: BrokerConfig) -> BrokerAdmin:
         from tqadmin_memory.admin import admin_for

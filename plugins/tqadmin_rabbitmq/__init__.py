@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin, PluginOption
-from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin, DriverLogger, PluginOption
+from tqadmin.plugin.capabilities import Capabilities, TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport
-from tqadmin_rabbitmq.capabilities import CAPABILITIES
+from tqadmin_rabbitmq.capabilities import CAPABILITIES, TRANSPORT_CAPABILITIES
 
 MANAGEMENT_URL = PluginOption(
     name="management_url",
@@ -29,6 +29,17 @@ class RabbitMQPlugin(BrokerPlugin):
     schemes: ClassVar[tuple[str, ...]] = ("amqp", "amqps")
     capabilities: ClassVar[Capabilities] = CAPABILITIES
     options: ClassVar[tuple[PluginOption, ...]] = (MANAGEMENT_URL,)
+    transport_capabilities: ClassVar[TransportCapabilities | None] = TRANSPORT_CAPABILITIES
+    # pika logs every failed connection attempt at ERROR, with a traceback; tqadmin's one line is what counts.
+    driver_loggers: ClassVar[tuple[DriverLogger, ...]] = (DriverLogger("pika"),)
+    start_hint: ClassVar[str] = (
+        "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) or point"
+        " --broker at a running one"
+    )
+    admin_start_hint: ClassVar[str | None] = (
+        "enable the management plugin (`rabbitmq-plugins enable rabbitmq_management`) or point"
+        " --management-url at it"
+    )
 
     def admin(self, config: BrokerConfig) -> BrokerAdmin:
         from tqadmin_rabbitmq.admin import RabbitMQAdmin

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
+from tqadmin.plugin.capabilities import Capabilities, Operation, PublishOption, TransportCapabilities
 from tqadmin_rabbitmq.deaths import BROKER_HEADERS
 from tqadmin_rabbitmq.tiers import ABSOLUTE_SLACK_S, MAX_DELAY_S, RELATIVE_SLACK
 
@@ -24,5 +24,8 @@ TRANSPORT_CAPABILITIES = TransportCapabilities(
     delay_slack_s=ABSOLUTE_SLACK_S,
     delay_slack_ratio=RELATIVE_SLACK,
     leased=False,  # a channel holds its deliveries; the broker requeues them when the channel closes
-    publish_options=frozenset({"exchange", "routing_key"}),
+    publish_options=(
+        PublishOption("exchange", "RabbitMQ: publish to this exchange as it is (declares nothing)"),
+        PublishOption("routing_key", "RabbitMQ: routing key (default: the queue name)", addresses=True),
+    ),
 )

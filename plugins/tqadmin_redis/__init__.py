@@ -10,15 +10,19 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
-from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.capabilities import Capabilities, TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport
-from tqadmin_redis.capabilities import CAPABILITIES
+from tqadmin_redis.capabilities import CAPABILITIES, TRANSPORT_CAPABILITIES
 
 
 class RedisPlugin(BrokerPlugin):
     name: ClassVar[str] = "redis"
     schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss")
     capabilities: ClassVar[Capabilities] = CAPABILITIES
+    transport_capabilities: ClassVar[TransportCapabilities | None] = TRANSPORT_CAPABILITIES
+    start_hint: ClassVar[str] = (
+        "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --broker at a running one"
+    )
 
     def admin(self, config: BrokerConfig) -> BrokerAdmin:
         from tqadmin_redis.admin import RedisAdmin

@@ -10,15 +10,19 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
-from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.capabilities import Capabilities, TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport
-from tqadmin_sqlite.capabilities import CAPABILITIES
+from tqadmin_sqlite.capabilities import CAPABILITIES, TRANSPORT_CAPABILITIES
 
 
 class SQLitePlugin(BrokerPlugin):
     name: ClassVar[str] = "sqlite"
     schemes: ClassVar[tuple[str, ...]] = ("sqlite",)
     capabilities: ClassVar[Capabilities] = CAPABILITIES
+    transport_capabilities: ClassVar[TransportCapabilities | None] = TRANSPORT_CAPABILITIES
+    start_hint: ClassVar[str] = (
+        "check that the SQLite file's directory exists and is writable, or point --broker at a running broker"
+    )
 
     def admin(self, config: BrokerConfig) -> BrokerAdmin:
         from tqadmin_sqlite.admin import SQLiteAdmin

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin, PluginOption
-from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.capabilities import Capabilities, TransportCapabilities
 from tqadmin.plugin.transport import BrokerTransport
 from tqadmin_sqs import naming
-from tqadmin_sqs.capabilities import CAPABILITIES
+from tqadmin_sqs.capabilities import CAPABILITIES, TRANSPORT_CAPABILITIES
 
 ENDPOINT_URL = PluginOption(
     name="endpoint_url",
@@ -30,6 +30,11 @@ class SqsPlugin(BrokerPlugin):
     capabilities: ClassVar[Capabilities] = CAPABILITIES
     options: ClassVar[tuple[PluginOption, ...]] = (ENDPOINT_URL,)
     name_separator: ClassVar[str] = naming.SEPARATOR
+    transport_capabilities: ClassVar[TransportCapabilities | None] = TRANSPORT_CAPABILITIES
+    start_hint: ClassVar[str] = (
+        "start a local SQS (e.g. `moto_server -p 5000`) and point --endpoint-url at it, or check the region"
+        " and AWS's endpoint"
+    )
 
     def dlq_name(self, queue: str) -> str:
         return naming.dlq_name(queue)

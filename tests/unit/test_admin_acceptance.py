@@ -11,11 +11,12 @@ import pytest
 
 from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
 from tqadmin.cli import main
-from tqadmin.commands.context import CommandContext, describe_report, table
+from tqadmin.commands.context import CommandContext, describe_report
 from tqadmin.commands.purge import confirm
 from tqadmin.errors import ConfirmationRefused, ExitCode
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import ActionReport, Message
+from tqadmin.tables import table
 
 
 class InterruptedSession(TransferSession):

@@ -4,9 +4,9 @@ from typing import Any
 
 from tqadmin.demo.layout import plan
 from tqadmin.demo.live import DemoTelemetry
-from tqadmin.store.base import Reading, WorkerHistory, WorkerRecord
+from tqadmin.store.base import WorkerRecord
 from tqadmin.telemetry.counters import TaskStats
-from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 
 STARTED = 1000.0
 

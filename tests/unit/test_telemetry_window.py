@@ -3,9 +3,8 @@
 import pytest
 
 from tqadmin.errors import BadResponse
-from tqadmin.store.base import Reading, WorkerHistory
 from tqadmin.telemetry.counters import TaskStats, Telemetry, merge_stats
-from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 from tqadmin.telemetry.window import window_stats
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from tqadmin.errors import ExitCode, NoDatabase
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.tables import printable
 
 
 @dataclass(slots=True)
@@ -93,27 +94,3 @@ def describe_report(report: ActionReport) -> str:
     if report.not_done:
         line += "\nnot done:\n  " + "\n  ".join(printable(item) for item in report.not_done)
     return line
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain aligned text table; numbers right-aligned, ``None`` as "-", control characters escaped."""
-    cells = [[("-" if c is None else printable(str(c))) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
-
-    def fmt(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
-        )
-
-    return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
-
-
-def printable(text: str) -> str:
-    """Names and headers come from the broker: show control characters escaped so none can drive the
-    terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _is_number(value: object) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))

@@ -19,9 +19,8 @@ from tqadmin.errors import UsageError
 from tqadmin.masking import MaskingFormatter
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Publish, Scheduler
+from tqadmin.pipeline.cron.sink import SINK_ENV, RedisListSink
 from tqadmin.store.lease import open_cron_store
-
-SINK_ENV = "TQADMIN_CRON_SINK"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -82,8 +81,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
     sink = os.environ.get(SINK_ENV)
     if sink:
-        from tqadmin.store.redis_sink import RedisListSink
-
         recorder = RedisListSink(sink, ctx.settings.timeout_s)
         try:
             yield recorder

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin.scan import GROUP_FIELDS, dead_letter_groups
-from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.commands.context import CommandContext
 from tqadmin.plugin.capabilities import Operation
+from tqadmin.tables import printable, table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

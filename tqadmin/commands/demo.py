@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from tqadmin.demo.wiring import connect
 
-    wiring = connect(ctx, layout)
+    wiring = connect(settings, plugin, layout)
     log_dir = default_log_dir(args.queue_prefix)
     urls = {
         "TQADMIN_BROKER_URL": settings.broker_url,

@@ -11,10 +11,11 @@ import json
 
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.confirmation import confirm_by_name
-from tqadmin.commands.context import CommandContext, printable
+from tqadmin.commands.context import CommandContext
 from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
+from tqadmin.tables import printable
 
 BODY_PREVIEW = 200
 

@@ -1,11 +1,16 @@
-"""`tqadmin publish`: publish jobs durably, confirmed and mandatory, and report each one's fate."""
+"""`tqadmin publish`: publish jobs durably, confirmed and mandatory, and report each one's fate.
+
+Its addressing flags beyond ``--queue`` are the publish options the installed plugins declare
+(``TransportCapabilities.publish_options``: RabbitMQ's ``--exchange`` and ``--routing-key``), so the command
+knows no broker's topology; one a broker does not declare is refused by :func:`tqadmin.plugin.publish_options`
+before anything is sent (exit 2).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from tqadmin import audit
@@ -13,19 +18,19 @@ from tqadmin.commands.arguments import add_force, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
-from tqadmin.plugin.transport import Outcome
+from tqadmin.plugin.capabilities import PublishOption
+from tqadmin.plugin.registry import installed_publish_options
+from tqadmin.plugin.transport import Outcome, publish_options
 from tqadmin.private_file import open_private, refusal
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--queue", help="work queue (declared; on RabbitMQ through task_exchange with this routing key)"
-    )
+    parser.add_argument("--queue", help="work queue (declared first, with what the broker needs for it)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--job", metavar="JSON", help="one job as a JSON object")
     source.add_argument("--from-file", type=Path, metavar="FILE", help="JSONL file, one job a line")
-    parser.add_argument("--exchange", help="RabbitMQ: publish to this exchange as it is (declares nothing)")
-    parser.add_argument("--routing-key", help="RabbitMQ: routing key (default: the queue name)")
+    for option in installed_publish_options():  # --exchange and the like, declared by the broker plugins
+        parser.add_argument(option.flag, dest=_dest(option), metavar=option.name.upper(), help=option.help)
     parser.add_argument("--rate", type=positive(float), metavar="R", help="at most R jobs a second")
     parser.add_argument(
         "--report", type=Path, metavar="FILE", help="write the per-job report (JSON; a new file, 0600) here"
@@ -36,23 +41,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.settings.require_writable("publish")
-    if args.queue is None and args.routing_key is None:
-        raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
+    target, options = _address(args)
     jobs = load_jobs(args.job, args.from_file)
     if args.report is not None:
         _check_writable(args.report, args.force)
-    options = {
-        name: value
-        for name, value in (("exchange", args.exchange), ("routing_key", args.routing_key))
-        if value
-    }
     plugin = ctx.plugin()
     try:
         with plugin.transport(ctx.broker_config()) as transport:
-            _check_options(options, transport.capabilities.publish_options, plugin.name)
-            report = publish_jobs(
-                transport, jobs, queue=args.queue or args.routing_key, options=options, rate=args.rate
-            )
+            publish_options(options, transport.capabilities, f"the {plugin.name} broker")
+            report = publish_jobs(transport, jobs, queue=target, options=options, rate=args.rate)
     except UsageError:
         raise
     except TqadminError as exc:  # nothing was sent (cannot connect, cannot declare): say so per job too
@@ -69,13 +66,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.settings.audit_log,
         profile=ctx.settings.profile,
         action="publish",
-        target=args.queue or args.routing_key,
+        target=target,
         count=confirmed,
         outcome="ok" if report.all_confirmed else "failed",
         extra={"failed": report.count(Outcome.FAILED), "unknown": report.count(Outcome.UNKNOWN)},
     )
     counts = {k: v for k, v in document.items() if k != "jobs"}
-    summary = {"action": "publish", "target": args.queue or args.routing_key, **counts}
+    summary = {"action": "publish", "target": target, **counts}
     ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if report.all_confirmed:
         return int(ExitCode.OK)
@@ -84,12 +81,22 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     raise PartialFailure(f"{len(jobs) - confirmed} of {len(jobs)} jobs were not confirmed; see the report")
 
 
-def _check_options(options: Mapping[str, str], understood: frozenset[str], broker: str) -> None:
-    """``--exchange`` and ``--routing-key`` address RabbitMQ's topology; elsewhere they are refused."""
-    unknown = sorted(set(options) - understood)
-    if unknown:
-        flags = " and ".join(f"--{name.replace('_', '-')}" for name in unknown)
-        raise UsageError(f"{flags}: the {broker} broker has no exchanges; publish with --queue Q")
+def _address(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """Where the jobs go (what the report and the audit name) and the publish options given: ``--queue``,
+    or a publish option that addresses by itself (RabbitMQ's ``--routing-key``)."""
+    declared = installed_publish_options()
+    options = {o.name: value for o in declared if (value := getattr(args, _dest(o), None))}
+    addressing = [o for o in declared if o.addresses]
+    target = args.queue or next((options[o.name] for o in addressing if o.name in options), None)
+    if target is None:
+        raise UsageError(
+            "publish needs --queue Q" + "".join(f", or {o.flag} {o.name.upper()}" for o in addressing)
+        )
+    return target, options
+
+
+def _dest(option: PublishOption) -> str:
+    return f"publish_option_{option.name}"
 
 
 def _check_writable(path: Path, force: bool) -> None:

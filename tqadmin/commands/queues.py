@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
+from tqadmin.tables import printable, table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

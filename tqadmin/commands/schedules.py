@@ -7,12 +7,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import NoDatabase
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
 from tqadmin.store.lease import open_cron_store
+from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

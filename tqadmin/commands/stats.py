@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.store import open_store
-from tqadmin.store.base import WorkerHistory
+from tqadmin.tables import table
+from tqadmin.telemetry.snapshot import WorkerHistory
 from tqadmin.telemetry.window import WindowStats, window_stats
 
 DEFAULT_WINDOW_S = 60.0

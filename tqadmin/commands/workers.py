@@ -6,10 +6,11 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from tqadmin.commands.context import CommandContext, table
+from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
+from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqadmin.commands.context import table
 from tqadmin.demo.cron import CronCount
 from tqadmin.demo.traffic import TrafficCounts
+from tqadmin.tables import table
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
 from tqadmin.telemetry.window import figures_json

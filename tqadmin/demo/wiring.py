@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from urllib.parse import urlsplit
 
-from tqadmin.commands.context import CommandContext
+from tqadmin.config import Settings
 from tqadmin.demo.cron import CronTally
 from tqadmin.demo.cron import namespace as cron_namespace
 from tqadmin.demo.layout import Layout
@@ -21,7 +21,7 @@ from tqadmin.demo.orchestrator import Wiring
 from tqadmin.demo.summary import BrokerView, Telemetry
 from tqadmin.demo.traffic import Outgoing
 from tqadmin.errors import ConnectError, NotAuthorized, NotSupported, TqadminError
-from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.base import BrokerAdmin, BrokerPlugin
 from tqadmin.plugin.models import HEADER_REASON, Message
 from tqadmin.plugin.transport import BrokerTransport
 from tqadmin.plugin.transport import Outcome as PublishOutcome
@@ -31,35 +31,33 @@ from tqadmin.store.lease import open_cron_store
 from tqadmin.telemetry.counters import TaskStats
 
 PEEK_LIMIT = 2000
-HINTS = {
-    "amqp": "start RabbitMQ (e.g. `docker run -d -p 5672:5672 -p 15672:15672 rabbitmq:3-management`) "
-    "or point --broker at a running one",
-    "redis": "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --store at a running one",
-    "sqlite": "check that the SQLite file's directory exists and is writable, or point --broker and --store"
-    " at running servers",
-    "management": "enable the management plugin (`rabbitmq-plugins enable rabbitmq_management`) "
-    "or point --management-url at it",
+# What to start when the state store cannot be reached, by its scheme; the broker's hints are its plugin's
+# (``BrokerPlugin.start_hint``), since only the plugin knows what its broker is and how one is started.
+REDIS_STORE_HINT = "start Redis (e.g. `docker run -d -p 6379:6379 redis:7`) or point --store at a running one"
+STORE_HINTS = {
+    "redis": REDIS_STORE_HINT,
+    "rediss": REDIS_STORE_HINT,
+    "sqlite": "check that the SQLite file's directory exists and is writable, or point --store at a running"
+    " Redis",
 }
 
 
-def connect(ctx: CommandContext, layout: Layout) -> Wiring:
+def connect(settings: Settings, plugin: BrokerPlugin, layout: Layout) -> Wiring:
     """Check every service the demo needs, declare its queues, and wire the demo to them."""
-    settings = ctx.settings
-    scheme = _kind(settings.broker_url)
     store = open_store(settings.store_url, timeout_s=settings.timeout_s)
-    admin = ctx.admin()
+    admin = plugin.admin(settings.broker_config())
     _all_reachable(
         [
-            (store.workers, HINTS.get(_kind(settings.store_url), "check the --store URL")),
             (
-                admin.list_queues,
-                HINTS["management"] if scheme == "amqp" else HINTS.get(scheme, "start the broker"),
+                store.workers,
+                STORE_HINTS.get(urlsplit(settings.store_url).scheme.lower(), "check the --store URL"),
             ),
+            (admin.list_queues, plugin.admin_start_hint or plugin.start_hint),
         ]
     )
-    transport = ctx.plugin().transport(ctx.broker_config())
+    transport = plugin.transport(settings.broker_config())
     for queue in layout.queues:
-        _all_reachable([(partial(transport.declare, queue), HINTS.get(scheme, "start the broker"))])
+        _all_reachable([(partial(transport.declare, queue), plugin.start_hint)])
     started_at = time.time()
     cron_store = open_cron_store(settings.store_url, cron_namespace(layout), settings.timeout_s)
     return Wiring(
@@ -69,12 +67,6 @@ def connect(ctx: CommandContext, layout: Layout) -> Wiring:
         dashboard_telemetry=lambda: DemoTelemetry(store, layout, started_at),
         cron=CronTally(cron_store),
     )
-
-
-def _kind(url: str) -> str:
-    """``amqp`` for amqp:// and amqps://, ``redis`` for redis:// and rediss://, else the scheme."""
-    scheme = urlsplit(url).scheme.lower()
-    return {"amqps": "amqp", "rediss": "redis"}.get(scheme, scheme)
 
 
 def _all_reachable(checks: Sequence[tuple[Callable[[], object], str]]) -> None:

@@ -9,6 +9,7 @@ no driver: a plugin imports pika, redis or boto3 inside its own package and tran
 from __future__ import annotations
 
 import functools
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast
 
 from tqadmin.errors import NotSupported, QueueReadOnly, UsageError
 from tqadmin.masking import mask_text, mask_url
-from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
 
 if TYPE_CHECKING:
@@ -38,6 +39,20 @@ class PluginOption:
     env: str | None = None
     flag: str | None = None
     secret: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DriverLogger:
+    """A logger of the plugin's driver, and the least level tqadmin lets through it: ``level`` normally,
+    ``verbose_level`` with ``-v``. For a driver that logs what tqadmin already says in its one error line
+    (pika logs every failed connection attempt at ERROR, with a traceback)."""
+
+    name: str
+    level: int = logging.CRITICAL
+    verbose_level: int = logging.WARNING
+
+    def level_for(self, verbose: bool) -> int:
+        return self.verbose_level if verbose else self.level
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -239,6 +254,18 @@ class BrokerPlugin(ABC):
     name_separator: ClassVar[str] = "."
     """What joins the parts of a queue name that tqadmin makes up (the demo's ``demo.images``): a character
     the broker allows in queue names (SQS allows no dot)."""
+    transport_capabilities: ClassVar[TransportCapabilities | None] = None
+    """What the transport face declares (its class's ``capabilities``), readable without opening it or
+    loading a driver: ``tqadmin publish`` builds its flags from the ``publish_options`` of every installed
+    plugin. ``None`` for a plugin without a transport face."""
+    driver_loggers: ClassVar[tuple[DriverLogger, ...]] = ()
+    """The loggers of its driver that tqadmin tunes at start (:mod:`tqadmin.logs`)."""
+    start_hint: ClassVar[str] = "start the broker or point --broker at a running one"
+    """What to do when the broker cannot be reached, where starting one would help (the demo says it after
+    the error): which server, and how to start one."""
+    admin_start_hint: ClassVar[str | None] = None
+    """The same for an admin face that is a service of its own (RabbitMQ's management API); ``None``: the
+    admin face is the broker, and ``start_hint`` says it."""
 
     def dlq_name(self, queue: str) -> str:
         """The dead-letter queue tqadmin gives ``queue`` on this broker (docs/interface.md: ``Q.dlq`` where a

@@ -77,6 +77,28 @@ class Capabilities:
         return dict(self.unavailable).get(figure)
 
 
+def option_flag(name: str) -> str:
+    """The flag of ``tqadmin publish`` that sets the publish option ``name`` (``routing_key``:
+    ``--routing-key``)."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True, slots=True)
+class PublishOption:
+    """An addressing option ``publish`` understands beyond a queue name, declared with the help of its flag
+    (:func:`option_flag`): ``tqadmin publish`` offers the options of every installed plugin, as the global
+    flags offer their connection options. One that ``addresses`` names where the messages go by itself, so
+    ``--queue`` may be left out (RabbitMQ's routing key, on an exchange given as it is)."""
+
+    name: str
+    help: str
+    addresses: bool = False
+
+    @property
+    def flag(self) -> str:
+        return option_flag(self.name)
+
+
 @dataclass(frozen=True, slots=True)
 class TransportCapabilities:
     """How a plugin's transport applies what the worker asks of it.
@@ -88,14 +110,18 @@ class TransportCapabilities:
     ``leased`` deliveries come back to the queue by themselves unless the consumer extends them (SQS
     visibility, Redis idle time, SQLite lease); otherwise the broker holds them for the consumer's session.
     ``publish_options`` are the addressing options ``publish`` understands beyond a queue name (RabbitMQ's
-    ``exchange`` and ``routing_key``).
+    ``exchange`` and ``routing_key``); :func:`tqadmin.plugin.transport.publish_options` refuses any other.
     """
 
     max_delay_s: float
     delay_slack_s: float = 0.0
     delay_slack_ratio: float = 0.0
     leased: bool = False
-    publish_options: frozenset[str] = frozenset()
+    publish_options: tuple[PublishOption, ...] = ()
+
+    @property
+    def publish_option_names(self) -> frozenset[str]:
+        return frozenset(option.name for option in self.publish_options)
 
     def delay_tolerance_s(self, delay_s: float) -> float:
         """How far from ``delay_s`` the applied delay may be on this broker."""

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from tqadmin.errors import ConfigError
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerPlugin, PluginOption
+from tqadmin.plugin.capabilities import PublishOption
 
 GROUP = "tqadmin.brokers"
 
@@ -37,18 +38,46 @@ def plugin_for_url(url: str) -> BrokerPlugin:
     return _load(schemes[scheme])()
 
 
-def installed_options() -> list[PluginOption]:
-    """Every option some installed plugin declares, once each, in a stable order (for the CLI's flags and
-    the config file's keys); a plugin that cannot be loaded declares none."""
-    found: dict[str, PluginOption] = {}
+def installed_plugins() -> list[type[BrokerPlugin]]:
+    """Every installed plugin class, once each (a plugin may serve several schemes), in a stable order; one
+    that cannot be loaded is left out: it declares nothing."""
+    found: dict[type[BrokerPlugin], None] = {}
     for entry in sorted(available_schemes().values(), key=lambda e: e.name):
         try:
-            plugin_class = _load(entry)
+            found.setdefault(_load(entry))
         except ConfigError:
             continue
+    return list(found)
+
+
+def installed_options() -> list[PluginOption]:
+    """Every option some installed plugin declares, once each, in a stable order (for the CLI's flags and
+    the config file's keys)."""
+    found: dict[str, PluginOption] = {}
+    for plugin_class in installed_plugins():
         for option in plugin_class.options:
             found.setdefault(option.name, option)
     return list(found.values())
+
+
+def installed_publish_options() -> list[PublishOption]:
+    """Every publish option some installed plugin's transport declares, once each (``tqadmin publish``'s
+    flags); the publish itself refuses one its broker does not declare."""
+    found: dict[str, PublishOption] = {}
+    for plugin_class in installed_plugins():
+        if plugin_class.transport_capabilities is not None:
+            for option in plugin_class.transport_capabilities.publish_options:
+                found.setdefault(option.name, option)
+    return list(found.values())
+
+
+def driver_log_levels(verbose: bool) -> dict[str, int]:
+    """The level each installed plugin asks for its driver's loggers, with ``-v`` or without."""
+    return {
+        logger.name: logger.level_for(verbose)
+        for plugin_class in installed_plugins()
+        for logger in plugin_class.driver_loggers
+    }
 
 
 @functools.cache

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from tqadmin.errors import TqadminError, UsageError
 from tqadmin.plugin.base import Closing, Delivery
-from tqadmin.plugin.capabilities import TransportCapabilities
+from tqadmin.plugin.capabilities import TransportCapabilities, option_flag
 from tqadmin.plugin.models import Message
 
 Outgoing = tuple[str, Message]
@@ -32,11 +32,14 @@ def publish_options(
     options: Mapping[str, str] | None, capabilities: TransportCapabilities, broker: str
 ) -> dict[str, str]:
     """The publish options given, once every one is known to ``capabilities``; an unknown one (an AMQP
-    exchange on a broker without exchanges, a typo) is a usage error naming ``broker``."""
+    exchange on a broker without exchanges, a typo) is a usage error (exit 2) naming ``broker`` and the
+    option's flag. The one refusal: each plugin's ``publish`` calls it, and so does ``tqadmin publish``
+    before it sends anything, whatever the plugin."""
     given = dict(options or {})
-    unknown = set(given) - capabilities.publish_options
+    unknown = sorted(set(given) - capabilities.publish_option_names)
     if unknown:
-        raise UsageError(f"{broker} has no publish option {', '.join(sorted(unknown))}")
+        named = ", ".join(f"{name} ({option_flag(name)})" for name in unknown)
+        raise UsageError(f"{broker} has no publish option {named}; address the messages to a queue alone")
     return given
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.snapshot import WorkerHistory, WorkerSnapshot
 
 Effect = Callable[[Any], None]
 """``fn(tx)`` committed with a completion mark: a Redis pipeline in MULTI, or an SQLite connection."""
@@ -131,26 +131,6 @@ class WorkerRecord:
     snapshot: WorkerSnapshot
     age_s: float
     alive: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """A snapshot and the store-clock time (epoch seconds) it was written at."""
-
-    at_s: float
-    snapshot: WorkerSnapshot
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerHistory:
-    """What a window needs of one worker: its latest reading and a baseline.
-
-    ``baseline`` is the newest reading at or before the window's start, or, when there is none, the oldest
-    one inside the window (None when the latest is the only reading).
-    """
-
-    latest: Reading
-    baseline: Reading | None
 
 
 class HeartbeatStore(ABC):

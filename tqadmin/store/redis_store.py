@@ -30,16 +30,14 @@ from tqadmin.store.base import (
     Claim,
     ClaimState,
     Effect,
-    Reading,
     Retention,
     StateStore,
-    WorkerHistory,
     WorkerRecord,
     by_start,
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
-from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 
 if TYPE_CHECKING:
     import redis

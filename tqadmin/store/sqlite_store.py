@@ -20,16 +20,14 @@ from tqadmin.store.base import (
     Claim,
     ClaimState,
     Effect,
-    Reading,
     Retention,
     StateStore,
-    WorkerHistory,
     WorkerRecord,
     by_start,
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tq_jobs (

@@ -1,4 +1,9 @@
-"""What a worker writes with every heartbeat: who it is, what it is doing, and its cumulative telemetry."""
+"""What a worker writes with every heartbeat: who it is, what it is doing, and its cumulative telemetry; and
+what a store reads back of it for a window (:class:`Reading`, :class:`WorkerHistory`).
+
+The readings are telemetry's own values, below the store that keeps them: the store returns them, the window
+arithmetic (:mod:`tqadmin.telemetry.window`) takes them, and neither imports the other's floor.
+"""
 
 from __future__ import annotations
 
@@ -85,3 +90,23 @@ class WorkerSnapshot:
                 f"a worker heartbeat in the state store is unreadable ({type(exc).__name__}: {exc}); "
                 "was it written by another program or version?"
             ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A snapshot and the store-clock time (epoch seconds) it was written at."""
+
+    at_s: float
+    snapshot: WorkerSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerHistory:
+    """What a window needs of one worker: its latest reading and a baseline.
+
+    ``baseline`` is the newest reading at or before the window's start, or, when there is none, the oldest
+    one inside the window (None when the latest is the only reading).
+    """
+
+    latest: Reading
+    baseline: Reading | None

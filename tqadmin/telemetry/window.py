@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin.store.base import WorkerHistory
 from tqadmin.telemetry.counters import StatsKey, TaskStats, merge_stats, subtract_stats
+from tqadmin.telemetry.snapshot import WorkerHistory
 
 MIN_SPAN_S = 1.0  # a worker born a moment ago does not turn its first job into a huge rate
 

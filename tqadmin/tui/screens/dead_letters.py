@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.text import Text
@@ -11,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 
+from tqadmin.plugin.models import QueueStats
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.grouping import DeadGroup, group_dead_letters
@@ -23,13 +25,13 @@ from tqadmin.tui.widgets.peek_cost import cost_notice
 SAMPLE = 500
 
 
-def dead_letter_queues(stats: dict[str, object]) -> list[str]:
-    """Queues named as DLQs, and queues others dead-letter into that have no DLQ of their own: a retry
-    queue dead-letters back into its work queue on expiry, and that work queue is no dead-letter queue."""
-    names = {name for name in stats if name.endswith((".dlq", "-dlq"))}
-    targets = {getattr(s, "dlq", None) or "" for s in stats.values()} & set(stats)
-    names |= {name for name in targets if not getattr(stats[name], "dlq", None)}
-    return sorted(names)
+def dead_letter_queues(stats: Mapping[str, QueueStats]) -> list[str]:
+    """The queues listed that another queue dead-letters into (its ``QueueStats.dlq``, as its plugin names
+    and finds it: ``Q.dlq``, ``Q-dlq`` on SQS, whatever a redrive policy says), except those with a DLQ of
+    their own: a retry queue dead-letters back into its work queue on expiry, and that work queue is no
+    dead-letter queue."""
+    targets = {s.dlq for s in stats.values() if s.dlq is not None} & set(stats)
+    return sorted(name for name in targets if stats[name].dlq is None)
 
 
 class DeadLettersScreen(QueueScreen):
@@ -70,7 +72,7 @@ class DeadLettersScreen(QueueScreen):
     def show_dlqs(self, _: None = None) -> None:
         table = self.query_one("#dlqs", DataTable)
         stats = self.tq.board.stats
-        names = dead_letter_queues(dict(stats))
+        names = dead_letter_queues(stats)
         selected = self._dlq_cursor()
         table.clear()
         for name in names:

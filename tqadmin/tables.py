@@ -1,0 +1,33 @@
+"""Plain text for a terminal: aligned tables, and names from a broker shown so they cannot drive the terminal.
+
+Below every face that prints (the commands, the demo's summary), so each renders a table and escapes a queue
+name the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain aligned text table; numbers right-aligned, ``None`` as "-", control characters escaped."""
+    cells = [[("-" if c is None else printable(str(c))) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
+
+    def fmt(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True)
+        )
+
+    return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
+
+
+def printable(text: str) -> str:
+    """Names and headers come from the broker: show control characters escaped so none can drive the
+    terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _is_number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
