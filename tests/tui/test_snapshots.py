@@ -1,4 +1,4 @@
-"""Every screen as an SVG snapshot of the seeded app (frozen clock, seeded fake broker)."""
+"""Every screen as an SVG snapshot of the seeded app (frozen clock, seeded memory broker)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tqadmin.tui.seeded import SCENES, Scene
+from tests.tui.seeded import SCENES, Scene
 
 
 @pytest.mark.parametrize("scene", SCENES, ids=[s.name for s in SCENES])
