@@ -16,7 +16,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from tests.tui.seeding import FROZEN_NOW, LEASE_S, URL, SeededAdmin, SeededCron, SeededTelemetry
+from tests.tui.seeding import FROZEN_NOW, LEASE_S, URL, SeededAdmin, SeededCron, seeded_telemetry
 from tqadmin.config import Settings, Thresholds
 from tqadmin.errors import Unreachable
 from tqadmin.plugin.models import Message
@@ -69,7 +69,7 @@ def seeded_app(
     app = TqadminApp(
         settings=settings,
         admin_factory=lambda _settings: admin,
-        telemetry=SeededTelemetry() if telemetry else None,
+        telemetry=seeded_telemetry() if telemetry else None,
         cron=SeededCron() if cron else None,
         refresh_s=refresh_s,
         clock=lambda: FROZEN_NOW,

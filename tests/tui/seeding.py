@@ -4,17 +4,22 @@ The broker is the memory plugin's own (``tqadmin_memory``), filled the way its q
 published, workers lease some (in flight) and dead-letter others with the pipeline's own ``x-tq-*`` headers,
 retries wait out their delay in the queue itself. Nothing here models another broker or parses its headers;
 the admin face is the memory plugin's, watched: it records each call and write so that a test can prove a
-read-only profile sent none, and a test can make its listing fail or carry alarms. The same seed always
-yields the same screen: the broker's clock is set while seeding and frozen at :data:`FROZEN_NOW` after.
+read-only profile sent none, and a test can make its listing fail or carry alarms. The workers' telemetry is
+heartbeats in an SQLite state store, read by the dashboard's own source. The same seed always yields the
+same screen: the clocks are set while seeding and frozen at :data:`FROZEN_NOW` after.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
+import tempfile
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import ClassVar
 
 from tqadmin_memory import MemoryPlugin
@@ -27,7 +32,11 @@ from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
-from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
+from tqadmin.store.sqlite_store import SQLiteStore
+from tqadmin.telemetry.counters import StatsKey, TaskStats
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.tui.sources import StoreTelemetry
+from tqadmin.tui.views import CronView, ScheduleView
 
 URL = "memory://seeded"
 FROZEN_NOW = 1_780_000_000.0  # 2026-05-28T20:26:40Z: the clock of every seeded screen
@@ -234,49 +243,81 @@ class RecordingTransfer(TransferSession):
         self.session.close()
 
 
-class SeededTelemetry:
-    """Three task types with log-normal latencies; two live workers, one busy, and one dead.
+@dataclass(frozen=True, slots=True)
+class SeededWorker:
+    """A worker of the seeded telemetry: what it ran in the last minute per (queue, task type) as
+    (done, failed), and how long ago it last beat."""
 
-    A source of the dashboard's :class:`~tqadmin.tui.views.TelemetrySource` protocol rather than a seeded
-    store: the store ages heartbeats on the wall clock, and a screenshot must not change from run to run.
-    """
-
-    def __init__(self, *, empty: bool = False) -> None:
-        self.empty = empty
-
-    def read(self) -> TelemetryView:
-        if self.empty:
-            return TelemetryView()
-        types = tuple(_task_type(name, i) for i, name in enumerate(TASK_TYPES))
-        done = sum(t.done for t in types)
-        failed = sum(t.failed for t in types)
-        workers = (
-            WorkerView("worker-a1", "resize_image", 1.2, "resize_image-0042", 812, 9, True),
-            WorkerView("worker-b2", "emails", 2.8, None, 1304, 31, True),
-            WorkerView("worker-c3", "reports", 94.0, "reports-0007", 77, 2, False),
-        )
-        return TelemetryView(60.0, round(done / 60.0, 1), failed / max(1, done + failed), types, workers)
+    id: str
+    queues: tuple[str, ...]
+    ran: Mapping[StatsKey, tuple[int, int]]
+    beat_age_s: float
+    current_job: str | None = None
 
 
-def _task_type(name: str, index: int) -> TaskTypeView:
-    rnd = random.Random(f"{name}-{index}")
-    waits = sorted(rnd.lognormvariate(-1.0 + index, 0.8) for _ in range(400))
-    runs = sorted(rnd.lognormvariate(-2.0 + index * 0.7, 0.6) for _ in range(400))
-    return TaskTypeView(name, 1200 - index * 300, 12 + index * 15, _latency(waits), _latency(runs))
+# Two live workers, one busy, and one dead (its last beat older than its TTL, so outside the window too).
+WORKERS = (
+    SeededWorker(
+        "worker-a1",
+        ("resize_image",),
+        {("resize_image", "resize_image"): (1200, 12)},
+        1.2,
+        "resize_image-0042",
+    ),
+    SeededWorker(
+        "worker-b2",
+        ("emails", "reports"),
+        {("emails", "send_email"): (900, 27), ("reports", "generate_report"): (600, 42)},
+        2.8,
+    ),
+    SeededWorker("worker-c3", ("reports",), {("reports", "generate_report"): (77, 2)}, 94.0, "reports-0007"),
+)
+TTL_S = 15.0
+STARTED_AT = FROZEN_NOW - 3600.0
 
 
-def _latency(values: Sequence[float]) -> Latency:
-    bounds = [0.01 * 2**k for k in range(14)]
-    counts = [0] * len(bounds)
-    for value in values:
-        counts[next((i for i, b in enumerate(bounds) if value <= b), len(bounds) - 1)] += 1
-    p50, p95, p99 = (values[min(len(values) - 1, int(f * len(values)))] for f in (0.5, 0.95, 0.99))
-    return Latency(p50, p95, p99, tuple(zip(bounds, counts, strict=True)))
+def seeded_telemetry() -> StoreTelemetry:
+    """The workers' heartbeats in an SQLite state store on the frozen clock, read by the dashboard's own
+    :class:`StoreTelemetry`: each worker beat a minute before its last beat, so the window's rates and
+    latencies are the difference of two readings, as a live dashboard computes them."""
+    clock = SeedClock()
+    directory = tempfile.mkdtemp(prefix="tq-seeded-")
+    store = SQLiteStore(Path(directory) / "state.db", clock=clock)
+    for pid, worker in enumerate(WORKERS, start=4100):
+        earlier: dict[StatsKey, TaskStats] = {
+            key: TaskStats(done=done * 3) for key, (done, _) in worker.ran.items()
+        }
+        latest = {key: _ran(key[1], done, failed, earlier[key]) for key, (done, failed) in worker.ran.items()}
+        dead_for_s = worker.beat_age_s if worker.beat_age_s > TTL_S else 0.0  # both its readings are older
+        for age_s, stats in ((60.0 + dead_for_s, earlier), (worker.beat_age_s, latest)):
+            clock.now = FROZEN_NOW - age_s
+            current = (worker.current_job,) if worker.current_job else ()
+            snapshot = WorkerSnapshot(
+                worker.id, "seeded", pid, worker.queues, STARTED_AT, clock.now, current, stats
+            )
+            store.beat(snapshot, TTL_S)
+    clock.now = FROZEN_NOW
+    telemetry = StoreTelemetry(store.url, connect=lambda: store)
+    weakref.finalize(telemetry, shutil.rmtree, directory, ignore_errors=True)  # gone with the app, or at exit
+    return telemetry
+
+
+def _ran(task_type: str, done: int, failed: int, before: TaskStats) -> TaskStats:
+    """``before`` and then ``done`` + ``failed`` more runs, their waits and run times log-normal (slower
+    for each task type after the first)."""
+    index = TASK_TYPES.index(task_type)
+    rnd = random.Random(f"{task_type}-{index}")
+    stats = TaskStats(done=before.done + done, failed=before.failed + failed)
+    for _ in range(done + failed):
+        stats.wait.record(rnd.lognormvariate(-1.0 + index, 0.8))
+        stats.run.record(rnd.lognormvariate(-2.0 + index * 0.7, 0.6))
+    return stats
 
 
 class SeededCron:
-    """A leader with a fencing token and two schedules, one of them late (a :class:`CronSource`, for the
-    reason :class:`SeededTelemetry` gives)."""
+    """A leader with a fencing token and two schedules, one of them late: a
+    :class:`~tqadmin.tui.views.CronSource` of its own rather than a seeded cron store, whose status reads the
+    schedules' next fire times off the wall clock."""
 
     def read(self) -> CronView:
         return CronView(
