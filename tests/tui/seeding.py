@@ -97,14 +97,13 @@ class SeededAdmin(MemoryAdmin):
         self._lock = threading.Lock()
         self._jobs: dict[str, int] = {}  # jobs made per queue, to number the next
         self._ages: dict[str, float] = {}  # how old each work queue's jobs are
-        self._start: dict[str, int] = {}  # each work queue's ready jobs once seeded
         names = list(queues) if queues is not None else ["orders", "resize_image", "emails", "reports"]
         names += [f"bulk-{i:05d}" for i in range(extra)]
         for index, name in enumerate(names):
             self._seed_queue(name, index, first=index < 4)
         for work, delay_s, waiting in RETRIES if queues is None else ():
             self._retry(work, delay_s, waiting)
-        self._start = {name: self.broker.figures(name).ready for name in names}
+        self._start = {name: self.broker.figures(name).ready for name in names}  # where the drift pulls back
         self.clock.now = FROZEN_NOW
 
     @property
