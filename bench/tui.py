@@ -4,7 +4,7 @@
     python bench/tui.py --minutes 10    # the full memory run
 
 First paint is measured through the real RabbitMQ plugin against the fake management API (HTTP, JSON,
-paging) and through the seeded fake admin. Per-refresh cost is the UI-thread work of one poll (fold into
+paging) and through the seeded memory broker. Per-refresh cost is the UI-thread work of one poll (fold into
 the board, re-sort, repaint) with this app's virtual table, against the alternative measured in the same
 run: refilling Textual's DataTable with the same rows. Nothing here is a test assertion.
 """
@@ -26,10 +26,10 @@ from textual.widgets import DataTable
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
 from tests.fakes.management_api import FakeManagementAPI
+from tests.tui.seeding import SeededAdmin
 from tqadmin.config import Settings
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
 from tqadmin.tui.app import TqadminApp
-from tqadmin.tui.fake import FakeAdmin
 from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable
 
 SIZE = (160, 50)
@@ -62,7 +62,7 @@ async def first_paint(admin: BrokerAdmin, count: int) -> float:
 async def refresh_cost(count: int, rounds: int = 5) -> tuple[float, float]:
     """Median UI-thread seconds of one poll: this app's virtual table vs. refilling a Textual DataTable
     (the alternative), both fed the same changing listing."""
-    fake = FakeAdmin(extra=count - 4)
+    fake = SeededAdmin(extra=count - 4)
     app = make_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one(QueueTable)
@@ -90,7 +90,7 @@ async def refresh_cost(count: int, rounds: int = 5) -> tuple[float, float]:
 
 async def memory(minutes: float, count: int) -> tuple[float, float, float, int]:
     """RSS after the first minute's worth of polls and at the end of ``minutes`` of 1 Hz refresh."""
-    fake = FakeAdmin(extra=count - 4)
+    fake = SeededAdmin(extra=count - 4)
 
     original = fake.list_queues
 
@@ -121,7 +121,7 @@ def main() -> int:
     args = parser.parse_args()
 
     print(
-        f"{'queues':>7} | {'first paint (mgmt API)':>22} | {'first paint (fake admin)':>24} | "
+        f"{'queues':>7} | {'first paint (mgmt API)':>22} | {'first paint (memory)':>24} | "
         f"{'refresh: virtual table':>22} | {'refresh: DataTable':>18} | {'DataTable/virtual':>17}"
     )
     print("-" * 118)
@@ -130,7 +130,7 @@ def main() -> int:
             api.seed(count, prefix="bench-", ready=5, publish_rate=1.5)
             admin = RabbitMQAdmin(BrokerConfig(AMQP_URL, 30.0, {"management_url": api.url}))
             paint_http = asyncio.run(first_paint(admin, count))
-        paint_fake = asyncio.run(first_paint(FakeAdmin(extra=count - 4), count + 4))
+        paint_fake = asyncio.run(first_paint(SeededAdmin(extra=count - 4), count + 4))
         virtual, datatable = asyncio.run(refresh_cost(count))
         print(
             f"{count:>7,} | {paint_http:>20.2f} s | {paint_fake:>22.2f} s | {virtual * 1000:>19.1f} ms | "

@@ -55,8 +55,20 @@ class _Entry:
 
 
 @dataclass(frozen=True, slots=True)
+class Rates:
+    """Messages per second published, delivered and acked. The memory broker measures none of these: a test or
+    a seeded screen that wants a listing with rates sets them (:meth:`MemoryBroker.set_rates`) on a broker
+    whose capabilities do not declare them unavailable."""
+
+    publish: float
+    deliver: float
+    ack: float
+
+
+@dataclass(frozen=True, slots=True)
 class Figures:
-    """One queue's counts at one moment (``messages`` = ready + delayed + unacked)."""
+    """One queue's counts at one moment (``messages`` = ready + delayed + unacked); ``rates`` only where a
+    test set them."""
 
     messages: int
     ready: int
@@ -64,6 +76,7 @@ class Figures:
     delayed: int
     consumers: int
     oldest_due_at: float | None
+    rates: Rates | None = None
 
 
 class MemoryBroker:
@@ -79,6 +92,7 @@ class MemoryBroker:
         self._changed = threading.Condition()
         self._queues: dict[str, dict[int, _Entry]] = {}  # entries in publish order: oldest first
         self._consumers: dict[str, int] = {}
+        self._rates: dict[str, Rates] = {}
         self._numbers = itertools.count(1)
 
     # -- queues -----------------------------------------------------------------------------------------
@@ -108,7 +122,14 @@ class MemoryBroker:
                 delayed=len(entries) - len(ready) - unacked,
                 consumers=self._consumers.get(queue, 0),
                 oldest_due_at=min((e.due_at for e in ready), default=None),
+                rates=self._rates.get(queue),
             )
+
+    def set_rates(self, queue: str, rates: Rates) -> None:
+        """Report ``rates`` in the figures of ``queue`` from now on: a seeding hook, see :class:`Rates`."""
+        with self._changed:
+            self._entries(queue)
+            self._rates[queue] = rates
 
     # -- messages ---------------------------------------------------------------------------------------
 

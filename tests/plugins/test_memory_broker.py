@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tqadmin_memory.broker import MemoryBroker, broker_for, shared
+from tqadmin_memory.broker import MemoryBroker, Rates, broker_for, shared
 from tqadmin_memory.consuming import MemoryConsumer
 
 from tqadmin.errors import ConfigError
@@ -112,3 +112,14 @@ def test_the_cli_lists_a_memory_broker_and_refuses_what_it_withholds_with_the_re
         assert code == 0 and [q["name"] for q in listing["queues"]] == ["q"]
         code, _, err = tq_json("--broker", url, "peek", "q")
         assert code == 4 and "no looking here" in err
+
+
+def test_rates_set_on_a_queue_are_listed_and_none_are_made_up_elsewhere(
+    url: str, broker: MemoryBroker
+) -> None:
+    """The memory broker measures no rates: the listing has them only for a queue a test set them on."""
+    broker.set_rates("q", Rates(publish=4.0, deliver=3.5, ack=3.0))
+    with plugin_for_url(url).admin(BrokerConfig(url=url)) as admin:
+        stats = {q.name: q for q in admin.list_queues().queues}
+    assert (stats["q"].publish_rate, stats["q"].deliver_rate, stats["q"].ack_rate) == (4.0, 3.5, 3.0)
+    assert (stats["q.dlq"].publish_rate, stats["q.dlq"].deliver_rate, stats["q.dlq"].ack_rate) == (None,) * 3

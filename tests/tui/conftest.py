@@ -1,4 +1,4 @@
-"""Fixtures for the dashboard tests: a seeded fake broker and an app on it with a frozen clock."""
+"""Fixtures for the dashboard tests: a seeded memory broker and an app on it with a frozen clock."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 
+from tests.tui.seeded import seeded_app, until
+from tests.tui.seeding import SeededAdmin
 from tqadmin.tui.app import TqadminApp
-from tqadmin.tui.fake import FakeAdmin
-from tqadmin.tui.seeded import seeded_app, until
 
 
 @pytest.fixture
-def fake() -> FakeAdmin:
-    return FakeAdmin()
+def fake() -> SeededAdmin:
+    return SeededAdmin()
 
 
 @pytest.fixture
-def make_app(tmp_path: Path, fake: FakeAdmin) -> Callable[..., TqadminApp]:
+def make_app(tmp_path: Path, fake: SeededAdmin) -> Callable[..., TqadminApp]:
     def build(**kwargs: Any) -> TqadminApp:
         kwargs.setdefault("audit_log", tmp_path / "audit.jsonl")
         return seeded_app(kwargs.pop("admin", fake), **kwargs)

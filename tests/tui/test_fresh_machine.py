@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import text_of
 
+from tests.tui.seeded import until
 from tqadmin.tui import TqadminApp
-from tqadmin.tui.seeded import until
 from tqadmin.tui.widgets.banner import Banner
 
 pytestmark = pytest.mark.anyio

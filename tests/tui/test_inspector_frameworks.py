@@ -9,11 +9,11 @@ import pytest
 from framework_samples import celery_message, dramatiq_message
 
 from tests.tui.conftest import screen_text, settled
+from tests.tui.seeded import SIZE
 from tqadmin.plugin.models import Message
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.screens.inspector import InspectorScreen
 from tqadmin.tui.screens.queue_detail import message_row
-from tqadmin.tui.seeded import SIZE
 
 pytestmark = pytest.mark.anyio
 

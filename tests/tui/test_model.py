@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 
+from tests.tui.seeding import SeededAdmin
 from tqadmin.admin.filters import parse_filter
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import Message, QueueListing, QueueStats
 from tqadmin.tui.actions import WatchedSession
-from tqadmin.tui.fake import FakeAdmin
 from tqadmin.tui.grouping import group_dead_letters
 from tqadmin.tui.model import QueueBoard, alerts, retry_delay, sparkline
 from tqadmin.tui.text import clean, literal
@@ -76,8 +76,8 @@ def test_dead_letters_group_by_reason_error_and_task_type_largest_first() -> Non
 
 
 def test_a_cancelled_session_looks_drained_so_the_engine_stops_between_batches() -> None:
-    fake = FakeAdmin()
-    depth = len(fake.held("orders"))
+    fake = SeededAdmin()
+    depth = len(fake.messages["orders"])
     cancel = threading.Event()
     seen: list[tuple[int, int | None]] = []
     session = WatchedSession(

@@ -1,4 +1,4 @@
-"""Every binding and action driven from the keyboard against the seeded fake broker."""
+"""Every binding and action driven from the keyboard against the seeded memory broker."""
 
 from __future__ import annotations
 
@@ -11,23 +11,26 @@ from typing import Any, ClassVar
 
 import pytest
 from textual.widgets import DataTable, Input
+from tqadmin_memory.admin import MemoryAdmin
+from tqadmin_rabbitmq.capabilities import CAPABILITIES as RABBITMQ_CAPABILITIES
+from tqadmin_rabbitmq.deaths import deaths as rabbitmq_deaths
 from tqadmin_sqlite.capabilities import PEEK_COST as SQLITE_PEEK_COST
 
 from tests.tui.conftest import screen_text, select_queue, settled, text_of
+from tests.tui.seeded import SIZE
+from tests.tui.seeding import SEEDED_CAPABILITIES, RecordingTransfer, SeededAdmin
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
-from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import Alarm, Message, PeekResult, QueueListing
 from tqadmin.tui.app import TqadminApp
-from tqadmin.tui.fake import FAKE_CAPABILITIES, FakeAdmin, FakeTransfer
 from tqadmin.tui.screens.action import ActionScreen
 from tqadmin.tui.screens.help import HelpScreen, screens
 from tqadmin.tui.screens.inspector import InspectorScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.profiles import ProfilesScreen
 from tqadmin.tui.screens.queue_detail import QueueDetailScreen
-from tqadmin.tui.seeded import SIZE
 from tqadmin.tui.widgets.queue_table import QueueTable, header_text, row_text
 
 MakeApp = Callable[..., TqadminApp]
@@ -47,38 +50,14 @@ def notifications(app: TqadminApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def test_the_overview_lists_every_queue_deepest_first(make_app: MakeApp, fake: FakeAdmin) -> None:
+async def test_the_overview_lists_every_queue_deepest_first(make_app: MakeApp, fake: SeededAdmin) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot, lambda: app.poll_state.last_ok is not None)
         names = table_names(app)
-        assert set(names) == set(fake.messages) - set(fake.delay_for)
+        assert set(names) == set(fake.messages)
         depths = [app.board.stats[n].messages for n in names]
         assert depths == sorted(depths, reverse=True)
-
-
-async def test_retry_delay_queues_fold_into_their_queue_t_lists_them_and_the_detail_names_them(
-    make_app: MakeApp, fake: FakeAdmin
-) -> None:
-    """The overview listed every retry tier as a queue of its own (25 per work queue at a 60 s cap)."""
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await settled(pilot, lambda: app.poll_state.last_ok is not None)
-        assert not [n for n in table_names(app) if ".retry." in n]
-        assert app.board.stats["resize_image"].delayed == 7
-        assert "4 retry delay queues in 'delayed' (t lists them)" in text_of(
-            app.screen.query_one("#table-status")
-        )
-        assert "delayed" in text_of(app.screen.query_one("#queue-header"))
-        await pilot.press("t")
-        assert set(table_names(app)) == set(fake.messages)
-        await pilot.press("t")
-        await select_queue(pilot, "resize_image", needle="")
-        await pilot.press("enter")
-        await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
-        figures = text_of(app.screen.query_one("#queue-figures"))
-        assert "retry delay queues (7 waiting)" in figures
-        assert figures.index("resize_image.retry.2s 4") < figures.index("resize_image.retry.30s 1")
 
 
 async def test_s_cycles_the_sort_column_and_capital_s_reverses_it(make_app: MakeApp) -> None:
@@ -118,8 +97,16 @@ async def test_slash_filters_by_name_and_escape_clears(make_app: MakeApp) -> Non
         assert len(table_names(app)) == len(work_queues(app.board.stats.values()))
 
 
+class RabbitMQLikeAdmin(SeededAdmin):
+    """The seeded broker declaring RabbitMQ's peek cost: a get that requeues and counts a delivery."""
+
+    capabilities: ClassVar[Capabilities] = replace(
+        SEEDED_CAPABILITIES, peek_cost=RABBITMQ_CAPABILITIES.peek_cost, peek_counts_delivery=True
+    )
+
+
 async def test_enter_opens_the_queue_with_peeked_messages_and_their_cost(make_app: MakeApp) -> None:
-    app = make_app()
+    app = make_app(admin=RabbitMQLikeAdmin())
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         await pilot.press("enter")
@@ -136,11 +123,11 @@ async def test_enter_opens_the_queue_with_peeked_messages_and_their_cost(make_ap
         assert isinstance(app.screen, OverviewScreen)
 
 
-def peeks(fake: FakeAdmin) -> int:
+def peeks(fake: SeededAdmin) -> int:
     return sum(1 for call in fake.calls if call.startswith("peek"))
 
 
-async def poll(pilot: Any, fake: FakeAdmin, times: int = 5) -> None:
+async def poll(pilot: Any, fake: SeededAdmin, times: int = 5) -> None:
     """``times`` full polls of the broker, each landed on the screen before the next."""
     for _ in range(times):
         listed = fake.calls.count("list_queues")
@@ -150,7 +137,7 @@ async def poll(pilot: Any, fake: FakeAdmin, times: int = 5) -> None:
 
 
 async def test_polling_never_peeks_only_opening_a_queue_or_pressing_r_does(
-    make_app: MakeApp, fake: FakeAdmin
+    make_app: MakeApp, fake: SeededAdmin
 ) -> None:
     """Each peek counts a delivery (on a quorum queue it brings a message nearer its delivery-limit)."""
     app = make_app()
@@ -181,9 +168,9 @@ def test_the_cost_notice_warns_about_the_delivery_limit_when_messages_carry_a_de
 
     quorum = PeekResult("q", (Message(body=b"{}", delivery_count=3),), "gets and requeues", delivery_limit=5)
     classic = PeekResult("q", (Message(body=b"{}"),), "gets and requeues")
-    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum, FAKE_CAPABILITIES).plain
-    assert "one more after this look" in cost_notice(quorum, FAKE_CAPABILITIES).plain
-    assert "Deliveries counted" not in cost_notice(classic, FAKE_CAPABILITIES).plain
+    assert "has 3 of the 5 after which the broker drops" in cost_notice(quorum, RABBITMQ_CAPABILITIES).plain
+    assert "one more after this look" in cost_notice(quorum, RABBITMQ_CAPABILITIES).plain
+    assert "Deliveries counted" not in cost_notice(classic, RABBITMQ_CAPABILITIES).plain
 
 
 @pytest.mark.parametrize(
@@ -207,11 +194,12 @@ def test_the_cost_notice_says_a_look_adds_a_delivery_only_where_the_plugin_decla
     assert ("a look adds none" in said) is not counts
 
 
-class SQLiteLikeAdmin(FakeAdmin):
-    """The fake with the embedded broker's peek: a plain read, each message's count of worker deliveries."""
+class SQLiteLikeAdmin(SeededAdmin):
+    """The seeded broker with the embedded broker's peek: a plain read, each message's count of worker
+    deliveries."""
 
     capabilities: ClassVar[Capabilities] = replace(
-        FAKE_CAPABILITIES, peek_cost=SQLITE_PEEK_COST, peek_counts_delivery=False
+        SEEDED_CAPABILITIES, peek_cost=SQLITE_PEEK_COST, peek_counts_delivery=False
     )
 
     def peek(self, queue: str, count: int) -> PeekResult:
@@ -240,9 +228,11 @@ async def test_the_inspector_shows_body_headers_history_and_last_error(make_app:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
-        fake = FakeAdmin()
-        message = fake.messages["orders.dlq"][0]
-        await app.push_screen(InspectorScreen("orders.dlq", message, fake.deaths(message)))
+        seeded = SeededAdmin().messages["orders.dlq"][0]
+        # As RabbitMQ leaves a message it dead-lettered itself, its own x-death records read by its plugin.
+        x_death = {"queue": "orders", "reason": "rejected", "count": 1, "time": "2026-05-28T20:19:00+00:00"}
+        message = replace(seeded, headers={**seeded.headers, "x-death": [x_death]})
+        await app.push_screen(InspectorScreen("orders.dlq", message, rabbitmq_deaths(message)))
         await pilot.pause()
         shown = screen_text(app)
         for expected in ("last error", "x-tq-reason", "dead-lettered by the broker", "task_type", "rejected"):
@@ -302,7 +292,7 @@ async def test_without_telemetry_the_panel_says_no_workers_reporting(make_app: M
 
 
 async def test_replaying_a_dead_letter_group_shows_the_dry_run_then_moves_and_audits(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app()
     before_dlq = len(fake.messages["orders.dlq"])
@@ -335,12 +325,12 @@ async def test_replaying_a_dead_letter_group_shows_the_dry_run_then_moves_and_au
     assert records[1]["action"] == "replay" and records[1]["count"] == group.count
 
 
-async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fake: FakeAdmin) -> None:
+async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fake: SeededAdmin) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         await select_queue(pilot, "emails")
-        count = len(fake.held("emails"))
+        count = len(fake.messages["emails"])
         await pilot.press("m", *"reports", "enter")
         await settled(pilot, lambda: app.screen.plan is not None)  # type: ignore[attr-defined]
         await pilot.press("enter")
@@ -350,7 +340,7 @@ async def test_move_asks_for_a_target_and_moves_everything(make_app: MakeApp, fa
 
 
 async def test_purge_runs_only_after_the_queue_name_is_typed(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -371,7 +361,7 @@ async def test_purge_runs_only_after_the_queue_name_is_typed(
 
 
 async def test_escape_in_the_dialog_cancels_before_anything_is_sent(
-    make_app: MakeApp, fake: FakeAdmin
+    make_app: MakeApp, fake: SeededAdmin
 ) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -384,7 +374,7 @@ async def test_escape_in_the_dialog_cancels_before_anything_is_sent(
 
 
 async def test_export_writes_the_queue_to_a_file_and_leaves_it_in_place(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app()
     target = tmp_path / "reports.jsonl"
@@ -402,7 +392,7 @@ async def test_export_writes_the_queue_to_a_file_and_leaves_it_in_place(
 
 
 async def test_export_over_an_existing_file_asks_first_and_writes_a_new_0600_file(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app()
     target = tmp_path / "reports.jsonl"
@@ -426,7 +416,7 @@ async def test_export_over_an_existing_file_asks_first_and_writes_a_new_0600_fil
 
 
 async def test_export_to_a_symbolic_link_is_refused_and_writes_nothing(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app()
     victim = tmp_path / "authorized_keys"
@@ -446,7 +436,7 @@ async def test_export_to_a_symbolic_link_is_refused_and_writes_nothing(
 
 
 async def test_a_read_only_profile_refuses_every_write_and_sends_none(
-    make_app: MakeApp, fake: FakeAdmin, tmp_path: Path
+    make_app: MakeApp, fake: SeededAdmin, tmp_path: Path
 ) -> None:
     app = make_app(read_only=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -465,15 +455,15 @@ async def test_a_read_only_profile_refuses_every_write_and_sends_none(
     assert audit_lines(tmp_path) == []
 
 
-class NoPurgeAdmin(FakeAdmin):
+class NoPurgeAdmin(SeededAdmin):
     capabilities: ClassVar[Capabilities] = Capabilities(
-        supported=FAKE_CAPABILITIES.supported - {Operation.PURGE},
+        supported=SEEDED_CAPABILITIES.supported - {Operation.PURGE},
         reasons=((Operation.PURGE, "this queue type cannot be purged"),),
     )
 
 
 async def test_purge_and_export_refuse_a_dead_letter_group_and_say_why(
-    make_app: MakeApp, fake: FakeAdmin
+    make_app: MakeApp, fake: SeededAdmin
 ) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -486,7 +476,7 @@ async def test_purge_and_export_refuse_a_dead_letter_group_and_say_why(
     assert fake.writes == []
 
 
-async def test_node_alarms_show_in_the_banner(make_app: MakeApp, fake: FakeAdmin) -> None:
+async def test_node_alarms_show_in_the_banner(make_app: MakeApp, fake: SeededAdmin) -> None:
     fake.alarms = (Alarm("rabbit@node-1", "memory", "memory high watermark reached"),)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -517,7 +507,7 @@ async def test_an_action_the_broker_lacks_is_refused_with_its_reason(make_app: M
     ids=["down", "401", "500", "garbage"],
 )
 async def test_a_failing_broker_keeps_the_last_data_marked_stale_backs_off_and_recovers(
-    make_app: MakeApp, fake: FakeAdmin, failure: Exception
+    make_app: MakeApp, fake: SeededAdmin, failure: Exception
 ) -> None:
     app = make_app(refresh_s=0.5)
     async with app.run_test(size=SIZE) as pilot:
@@ -541,7 +531,7 @@ async def test_a_failing_broker_keeps_the_last_data_marked_stale_backs_off_and_r
         assert not app.screen.query_one(QueueTable).has_class("stale")
 
 
-class SlowAdmin(FakeAdmin):
+class SlowAdmin(SeededAdmin):
     """Blocks every listing after the first until released, counting the listings in progress."""
 
     def __init__(self) -> None:
@@ -578,11 +568,11 @@ async def test_polls_never_overlap_even_when_the_broker_is_slow(make_app: MakeAp
 
 async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: MakeApp) -> None:
     hostile = "[bold red]x[/]\x1b[31m"
-    admin = FakeAdmin(queues=[hostile])
-    admin.messages[hostile] = [
-        Message(b'{"task_type": "[blink]t[/]"}', headers={"x-tq-error": "[red]boom\x1b[2J"}, id="[i]d")
-    ]
-    app = make_app(admin=admin)
+    admin = SeededAdmin(queues=[hostile])
+    app = make_app(admin=admin)  # its warm polls drift the backlog: the message comes after
+    admin.broker.purge(hostile)
+    error = {"x-tq-error": "[red]boom\x1b[2J"}
+    admin.broker.publish([(hostile, Message(b'{"task_type": "[blink]t[/]"}', headers=error, id="[i]d"))])
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         table = app.screen.query_one(QueueTable)
@@ -599,7 +589,7 @@ async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: Mak
 
 
 async def test_the_profile_switcher_marks_read_only_and_production_and_switches(
-    tmp_path: Path, fake: FakeAdmin, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake: SeededAdmin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
@@ -625,11 +615,13 @@ async def test_the_profile_switcher_marks_read_only_and_production_and_switches(
         assert "READ-ONLY" in banner and "PRODUCTION" in banner and "secret" not in banner
 
 
-class GatedTransfer(FakeTransfer):
+class GatedTransfer(RecordingTransfer):
     """Hands out one message per fetch and holds every fetch after the first until the gate opens."""
 
-    def __init__(self, admin: FakeAdmin, queue: str, gate: threading.Event) -> None:
-        super().__init__(admin, queue)
+    def __init__(
+        self, admin: SeededAdmin, queue: str, session: TransferSession, gate: threading.Event
+    ) -> None:
+        super().__init__(admin, queue, session)
         self.gate = gate
         self.fetches = 0
 
@@ -640,13 +632,19 @@ class GatedTransfer(FakeTransfer):
         return super().fetch(1)
 
 
-class GatedAdmin(FakeAdmin):
+class GatedAdmin(SeededAdmin):
+    """Moves client-side, batch by batch through the gated session (no server-side move in one step)."""
+
+    capabilities: ClassVar[Capabilities] = replace(
+        SEEDED_CAPABILITIES, supported=SEEDED_CAPABILITIES.supported - {Operation.SERVER_SIDE_MOVE}
+    )
+
     def __init__(self) -> None:
         super().__init__()
         self.gate = threading.Event()
 
-    def open_transfer(self, queue: str) -> FakeTransfer:
-        return GatedTransfer(self, queue, self.gate)
+    def open_transfer(self, queue: str) -> TransferSession:
+        return GatedTransfer(self, queue, MemoryAdmin.open_transfer(self, queue), self.gate)
 
 
 async def test_escape_during_a_run_cancels_between_batches_and_reports_what_was_done(
@@ -654,7 +652,7 @@ async def test_escape_during_a_run_cancels_between_batches_and_reports_what_was_
 ) -> None:
     admin = GatedAdmin()
     app = make_app(admin=admin)
-    total = len(admin.held("reports"))
+    total = len(admin.messages["reports"])
     async with app.run_test(size=SIZE) as pilot:
         await settled(pilot)
         await pilot.press("m", *"orders", "enter")
@@ -694,8 +692,8 @@ async def test_on_a_narrow_terminal_h_and_l_scroll_the_columns_and_their_header_
         assert text_of(header).startswith("queue")
 
 
-class BrokenTransferAdmin(FakeAdmin):
-    def open_transfer(self, queue: str) -> FakeTransfer:
+class BrokenTransferAdmin(SeededAdmin):
+    def open_transfer(self, queue: str) -> TransferSession:
         raise Unreachable("cannot reach the broker over AMQP at 127.0.0.1:5672 (connection refused)")
 
 

@@ -205,6 +205,36 @@ async def test_ten_thousand_queues_fill_the_table_and_sort(tmp_path: Path) -> No
             assert table.row_count == 10_000
 
 
+async def test_retry_delay_queues_fold_into_their_queue_t_lists_them_and_the_detail_names_them(
+    tmp_path: Path, unique: str
+) -> None:
+    """The overview listed every retry tier as a queue of its own (25 per work queue at a 60 s cap)."""
+    work, other = f"tui-{unique}", f"tui-{unique}-emails"
+    tiers = {f"{work}.retry.2s": 4, f"{work}.retry.8s": 2, f"{work}.retry.30s": 1, f"{other}.retry.1s": 3}
+    with FakeManagementAPI() as api:
+        for name, ready in {work: 21, other: 29, f"{work}.dlq": 3, **tiers}.items():
+            api.add_queue(name, ready=ready)
+        app = rabbit_app(tmp_path, management_url=api.url)
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot, lambda: app.poll_state.last_ok is not None)
+            table = app.screen.query_one(QueueTable)
+            assert not [n for n in table.order if ".retry." in n]
+            assert app.board.stats[work].delayed == 7
+            assert "4 retry delay queues in 'delayed' (t lists them)" in text_of(
+                app.screen.query_one("#table-status")
+            )
+            assert "delayed" in text_of(app.screen.query_one("#queue-header"))
+            await pilot.press("t")
+            assert set(table.order) == set(api.queues["/"])
+            await pilot.press("t")
+            await select_queue(pilot, work, needle="")
+            await pilot.press("enter")
+            await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
+            figures = text_of(app.screen.query_one("#queue-figures"))
+            assert "retry delay queues (7 waiting)" in figures
+            assert figures.index(f"{work}.retry.2s 4") < figures.index(f"{work}.retry.30s 1")
+
+
 @pytest.mark.rabbitmq
 async def test_on_rabbitmq_export_then_move_from_the_keyboard(
     queues: tuple[str, str], tmp_path: Path

@@ -9,6 +9,7 @@ import pytest
 
 from tqadmin.errors import TqadminError
 from tqadmin.store.factory import open_store
+from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.sources import BOUNDS_S, StoreCron, StoreTelemetry, buckets
@@ -36,6 +37,17 @@ def test_worker_heartbeats_become_the_telemetry_panel_and_the_workers_screen(tmp
     assert (task_type.name, task_type.done, task_type.failed) == ("resize_image", 40, 2)
     assert task_type.run.p50 is not None and sum(n for _, n in task_type.run.buckets) == 4
     assert 0 < view.failure_rate < 1
+
+
+def test_a_store_of_the_callers_own_clock_is_read_in_place_of_the_url(tmp_path: Path) -> None:
+    """``connect`` hands the source an open store (a test's, on a frozen clock): its ages are that clock's."""
+    now = [1_780_000_000.0 - 90]
+    store = SQLiteStore(tmp_path / "state.db", clock=lambda: now[0])
+    store.beat(WorkerSnapshot("w-1", "host", 1, ("images",), now[0] - 60, now[0]), ttl_s=30)
+    now[0] += 90
+    view = StoreTelemetry("sqlite:///nowhere/state.db", connect=lambda: store).read()
+    (worker,) = view.workers
+    assert (worker.id, worker.heartbeat_age_s, worker.alive) == ("w-1", 90.0, False)
 
 
 def test_histograms_are_regrouped_on_shared_bounds() -> None:

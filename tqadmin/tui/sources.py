@@ -92,14 +92,25 @@ def unless_fresh(read: Callable[[], R], fresh: Fresh, empty: R) -> R:
 
 
 class StoreTelemetry:
-    """Every worker that beat within ``window_s``: rates and latencies from two readings per worker."""
+    """Every worker that beat within ``window_s``: rates and latencies from two readings per worker.
+
+    ``connect`` opens a store of the caller's instead of ``store_url`` (a test's store on its own clock).
+    """
 
     def __init__(
-        self, store_url: str, timeout_s: float = 10.0, window_s: float = 60.0, fresh: Fresh = _never_fresh
+        self,
+        store_url: str,
+        timeout_s: float = 10.0,
+        window_s: float = 60.0,
+        fresh: Fresh = _never_fresh,
+        *,
+        connect: Callable[[], StateStore] | None = None,
     ) -> None:
         self.window_s = window_s
         self._fresh = fresh
-        self._store: Lazy[StateStore] = Lazy(lambda: open_store(store_url, timeout_s=timeout_s, create=False))
+        self._store: Lazy[StateStore] = Lazy(
+            connect or (lambda: open_store(store_url, timeout_s=timeout_s, create=False))
+        )
 
     def read(self) -> TelemetryView:
         return unless_fresh(lambda: self._store.use(self._read), self._fresh, TelemetryView(self.window_s))

@@ -1,8 +1,8 @@
 """What the dashboard shows besides queues, as plain values, and the sources that produce them.
 
 The telemetry (workers' heartbeats and histograms) and the cron state come from other layers; the TUI reads
-them through these small protocols so it can run against a seeded fake, the real store, or nothing at all
-("no workers reporting") without a branch in every widget.
+them through these small protocols so it can run against the tests' seeded sources, the real store, or nothing
+at all ("no workers reporting") without a branch in every widget.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The seeded app and its scenes: the same screens for snapshot tests, ``scripts/screenshots`` and bench.
 
-A scene is a way to build the app plus the keys that bring it to one screen; waiting is bounded by state
-("the groups are loaded"), never by a sleep, so the picture is the same on every machine.
+The app runs on a seeded memory broker (:mod:`tests.tui.seeding`) with a frozen clock. A scene is a way
+to build the app plus the keys that bring it to one screen; waiting is bounded by state ("the groups are
+loaded"), never by a sleep, so the picture is the same on every machine.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from tests.tui.seeding import FROZEN_NOW, LEASE_S, URL, SeededAdmin, SeededCron, seeded_telemetry
 from tqadmin.config import Settings, Thresholds
 from tqadmin.errors import Unreachable
 from tqadmin.plugin.models import Message
 from tqadmin.tui.app import TqadminApp
-from tqadmin.tui.fake import FROZEN_NOW, FakeAdmin, FakeCron, FakeTelemetry
 
 WARM_POLLS = 12
+CELERY_ID = "5f1c9a2e-0b7d-4c1e-9d43-7a61c2e0f"  # and a number: the ids of the Celery tasks
 SIZE = (140, 45)
 PROFILES = """\
 default_profile = "staging"
@@ -44,7 +46,7 @@ production = true
 
 
 def seeded_app(
-    fake: FakeAdmin | None = None,
+    admin: SeededAdmin | None = None,
     *,
     audit_log: Path = Path("/dev/null"),
     read_only: bool = False,
@@ -54,11 +56,11 @@ def seeded_app(
     refresh_s: float = 3600.0,
     config_path: Path | None = None,
 ) -> TqadminApp:
-    """An app on a seeded fake broker with a frozen clock; ``warm`` polls fill the depth sparklines."""
-    admin = fake or FakeAdmin()
+    """An app on a seeded memory broker with a frozen clock; ``warm`` polls fill the depth sparklines."""
+    admin = admin or SeededAdmin()
     settings = Settings(
         profile="seeded",
-        broker_url="fake://seeded",
+        broker_url=URL,
         read_only=read_only,
         audit_log=audit_log,
         config_path=config_path,
@@ -67,8 +69,8 @@ def seeded_app(
     app = TqadminApp(
         settings=settings,
         admin_factory=lambda _settings: admin,
-        telemetry=FakeTelemetry() if telemetry else None,
-        cron=FakeCron() if cron else None,
+        telemetry=seeded_telemetry() if telemetry else None,
+        cron=SeededCron() if cron else None,
         refresh_s=refresh_s,
         clock=lambda: FROZEN_NOW,
     )
@@ -104,7 +106,7 @@ class Scene:
     name: str
     steps: Steps
     options: dict[str, Any] = field(default_factory=dict)
-    fake: Callable[[], FakeAdmin] = FakeAdmin
+    admin: Callable[[], SeededAdmin] = SeededAdmin
     size: tuple[int, int] = SIZE
 
     def build(self, **overrides: Any) -> TqadminApp:
@@ -113,7 +115,7 @@ class Scene:
             path = Path(tempfile.mkdtemp()) / "config.toml"
             path.write_text(PROFILES)
             options["config_path"] = path
-        return seeded_app(self.fake(), **options)
+        return seeded_app(self.admin(), **options)
 
 
 async def _overview(pilot: Pilot[Any]) -> None:
@@ -174,15 +176,15 @@ async def _replay_group(pilot: Pilot[Any]) -> None:
 async def _broker_down(pilot: Pilot[Any]) -> None:
     app: TqadminApp = pilot.app  # type: ignore[assignment]
     await _overview(pilot)
-    fake = app.admin_factory(app.settings)
-    assert isinstance(fake, FakeAdmin)
-    fake.failure = Unreachable("cannot reach the broker at fake://seeded (connection refused)")
+    admin = app.admin_factory(app.settings)
+    assert isinstance(admin, SeededAdmin)
+    admin.failure = Unreachable(f"cannot reach the broker at {URL} (connection refused)")
     app.action_refresh()
     await until(pilot, lambda: app.poll_state.error is not None)
 
 
 def _celery_task(task: str, task_id: str, args: list[Any], kwargs: dict[str, Any]) -> Message:
-    """A Celery protocol 2 task as a RabbitMQ dead-letter exchange leaves it after a worker rejected it."""
+    """A Celery protocol 2 task message, as its producer sends it."""
     headers = {
         "lang": "py",
         "task": task,
@@ -198,34 +200,41 @@ def _celery_task(task: str, task_id: str, args: list[Any], kwargs: dict[str, Any
         "kwargsrepr": repr(kwargs),
         "origin": "gen4242@shop-web-1",
         "ignore_result": False,
-        "x-death": [{"count": 1, "reason": "rejected", "queue": "shop", "time": "2026-05-28T20:18:00+00:00"}],
     }
     embed = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
     body = json.dumps([args, kwargs, embed]).encode()
-    properties = {"content_type": "application/json", "correlation_id": task_id, "routing_key": "shop.dlq"}
+    properties = {"content_type": "application/json", "correlation_id": task_id}
     return Message(body=body, headers=headers, id=task_id, properties=properties)
 
 
-def _celery() -> FakeAdmin:
-    """A Celery application's queue and its dead letters, beside tqadmin's own."""
-    fake = FakeAdmin(queues=["orders", "shop"])
-    fake.messages["shop.dlq"] = [
-        _celery_task("shop.tasks.charge", "5f1c9a2e-0b7d-4c1e-9d43-7a61c2e0f001", ["order-1017", 4999], {}),
-        _celery_task("shop.tasks.resize", "5f1c9a2e-0b7d-4c1e-9d43-7a61c2e0f002", ["cat.png"], {"width": 64}),
-    ]
-    fake.backlog["shop.dlq"] = 0
-    return fake
+def _celery() -> SeededAdmin:
+    """A Celery application's queue and the tasks its workers rejected, beside tqadmin's own queue: the
+    memory broker dead-letters them as it does any message, the body and headers as they were."""
+    admin = SeededAdmin(queues=["orders", "shop"])
+    broker = admin.broker
+    broker.purge("shop.dlq")
+    waiting = broker.take("shop", broker.figures("shop").ready, LEASE_S)  # the rejected tasks come next
+    broker.publish(
+        [
+            ("shop", _celery_task("shop.tasks.charge", f"{CELERY_ID}001", ["order-1017", 4999], {})),
+            ("shop", _celery_task("shop.tasks.resize", f"{CELERY_ID}002", ["cat.png"], {"width": 64})),
+        ]
+    )
+    for delivery in broker.take("shop", 2, LEASE_S):
+        broker.forward(delivery, "shop.dlq", delivery.message, 0.0)
+    broker.release(waiting)
+    return admin
 
 
-def _hostile() -> FakeAdmin:
-    return FakeAdmin(queues=["orders", "[bold red]x[/]\x1b[31m", "[link=http://evil]click[/link]"])
+def _hostile() -> SeededAdmin:
+    return SeededAdmin(queues=["orders", "[bold red]x[/]\x1b[31m", "[link=http://evil]click[/link]"])
 
 
 SCENES: tuple[Scene, ...] = (
     Scene("overview", _overview),
     Scene("queue-detail", _detail),
     Scene("message-inspector", _inspector),
-    Scene("celery-inspector", _inspect("shop.dlq"), fake=_celery),
+    Scene("celery-inspector", _inspect("shop.dlq"), admin=_celery),
     Scene("dead-letters", _dead_letters),
     Scene("replay-group-dry-run", _replay_group),
     Scene("purge-confirm", _purge_confirm),
@@ -235,7 +244,7 @@ SCENES: tuple[Scene, ...] = (
     Scene("profiles", _press("P"), {"with_profiles": True}),
     Scene("read-only", _overview, {"read_only": True}),
     Scene("broker-down", _broker_down),
-    Scene("hostile-names", _overview, fake=_hostile),
+    Scene("hostile-names", _overview, admin=_hostile),
     Scene("no-workers", _overview, {"telemetry": False, "cron": False}),
     # Without the latency charts: plotext places ticks of a chart this small differently from run to run.
     Scene("overview-80x24", _overview, {"telemetry": False}, size=(80, 24)),

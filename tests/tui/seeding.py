@@ -1,0 +1,333 @@
+"""The seeded broker, telemetry and cron of the dashboard's tests, screenshots and benchmark.
+
+The broker is the memory plugin's own (``tqadmin_memory``), filled the way its queues fill in use: jobs are
+published, workers lease some (in flight) and dead-letter others with the pipeline's own ``x-tq-*`` headers,
+retries wait out their delay in the queue itself. Nothing here models another broker or parses its headers;
+the admin face is the memory plugin's, watched: it records each call and write so that a test can prove a
+read-only profile sent none, and a test can make its listing fail or carry alarms. The workers' telemetry is
+heartbeats in an SQLite state store, read by the dashboard's own source. The same seed always yields the
+same screen: the clocks are set while seeding and frozen at :data:`FROZEN_NOW` after.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import ClassVar
+
+from tqadmin_memory import MemoryPlugin
+from tqadmin_memory.admin import MemoryAdmin
+from tqadmin_memory.broker import MemoryBroker, Rates
+from tqadmin_memory.capabilities import CAPABILITIES
+
+from tqadmin.errors import TqadminError
+from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
+from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
+from tqadmin.store.sqlite_store import SQLiteStore
+from tqadmin.telemetry.counters import StatsKey, TaskStats
+from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.tui.sources import StoreTelemetry
+from tqadmin.tui.views import CronView, ScheduleView
+
+URL = "memory://seeded"
+FROZEN_NOW = 1_780_000_000.0  # 2026-05-28T20:26:40Z: the clock of every seeded screen
+LEASE_S = 86_400.0  # a seeded worker's lease: on the frozen clock it never runs out
+SEEDED_CAPABILITIES = replace(CAPABILITIES, unavailable=())  # the seeded queues are given rates
+TASK_TYPES = ("resize_image", "send_email", "generate_report")
+ERRORS = (
+    ("max_retries", "TimeoutError: upstream image store did not answer in 30s"),
+    ("fatal", "ValueError: image has zero width"),
+    ("malformed", "body is not a JSON object"),
+)
+# Jobs of the default seed waiting out a retry delay: (work queue, delay in seconds, how many).
+RETRIES = (("resize_image", 2.0, 4), ("resize_image", 8.0, 2), ("resize_image", 30.0, 1), ("emails", 1.0, 3))
+
+
+class SeedClock:
+    """The seeded broker's clock: set back while a scene is seeded (a job published then is that old)."""
+
+    def __init__(self) -> None:
+        self.now = FROZEN_NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Queues(Mapping[str, list[Message]]):
+    """Each queue's ready messages, oldest first, as a look sees them (what a move, purge or export takes)."""
+
+    def __init__(self, broker: MemoryBroker) -> None:
+        self._broker = broker
+
+    def __getitem__(self, queue: str) -> list[Message]:
+        if not self._broker.exists(queue):
+            raise KeyError(queue)
+        return self._broker.peek(queue, self._broker.figures(queue).messages)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._broker.queue_names())
+
+    def __len__(self) -> int:
+        return len(self._broker.queue_names())
+
+
+class SeededAdmin(MemoryAdmin):
+    """The admin face of a seeded memory broker, recording what it is asked (``calls``) and every write
+    (``writes``); ``failure`` makes the listing raise, ``alarms`` are added to it."""
+
+    capabilities: ClassVar[Capabilities] = SEEDED_CAPABILITIES
+
+    def __init__(self, seed: int = 7, *, queues: Sequence[str] | None = None, extra: int = 0) -> None:
+        self.clock = SeedClock()
+        super().__init__(MemoryBroker(self.clock, self.capabilities), URL)
+        self.calls: list[str] = []
+        self.writes: list[tuple[str, str]] = []
+        self.failure: TqadminError | None = None
+        self.alarms: tuple[Alarm, ...] = ()
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._jobs: dict[str, int] = {}  # jobs made per queue, to number the next
+        self._ages: dict[str, float] = {}  # how old each work queue's jobs are
+        names = list(queues) if queues is not None else ["orders", "resize_image", "emails", "reports"]
+        names += [f"bulk-{i:05d}" for i in range(extra)]
+        for index, name in enumerate(names):
+            self._seed_queue(name, index, first=index < 4)
+        for work, delay_s, waiting in RETRIES if queues is None else ():
+            self._retry(work, delay_s, waiting)
+        self._start = {name: self.broker.figures(name).ready for name in names}  # where the drift pulls back
+        self.clock.now = FROZEN_NOW
+
+    @property
+    def messages(self) -> Queues:
+        return Queues(self.broker)
+
+    # -- seeding ----------------------------------------------------------------------------------------
+
+    def _seed_queue(self, name: str, index: int, first: bool) -> None:
+        """Dead letters (the first four queues' only, among the benchmark's thousands), then jobs of one age,
+        some in flight with the queue's consumers, and made-up rates."""
+        rnd = self._random
+        backlog = (rnd.randint(0, 400) if index % 3 == 0 else rnd.randint(0, 20)) if first else 0
+        self.broker.declare(name)
+        if first:
+            dlq = MemoryPlugin().dlq_name(name)
+            self.broker.declare(dlq)
+            self.broker.set_rates(dlq, Rates(0.0, 0.0, 0.0))
+            for n in range(2 + index % 3):
+                self._dead_letter(name, dlq, *ERRORS[(index + n) % len(ERRORS)])
+        self._ages[name] = float(rnd.randint(0, 900))
+        self._publish(name, 3 + index % 4 + backlog)
+        self.clock.now = FROZEN_NOW
+        self.broker.take(name, rnd.randint(0, 4), LEASE_S)
+        for _ in range(1 + len(name) % 3):
+            self.broker.attach(name, +1)
+        rate = rnd.uniform(0, 40)
+        self.broker.set_rates(name, Rates(round(rate, 1), round(rate * 0.9, 1), round(rate * 0.85, 1)))
+
+    def _job(self, queue: str) -> Message:
+        n = self._jobs[queue] = self._jobs.get(queue, -1) + 1
+        job_id = f"{queue}-{n:04d}"
+        job = {
+            "task_type": TASK_TYPES[n % len(TASK_TYPES)],
+            "id": job_id,
+            "timestamp": iso_utc(self.clock()),
+            "retry_count": n % 2,
+            "image_url": f"https://img.example/{queue}/{n}.png",
+        }
+        return Message(body=json.dumps(job).encode(), id=job_id)
+
+    def _publish(self, queue: str, count: int) -> None:
+        """``count`` more jobs, published when the queue's first job was, so its oldest age stays put."""
+        self.clock.now = FROZEN_NOW - self._ages[queue]
+        self.broker.publish([(queue, self._job(queue)) for _ in range(count)])
+
+    def _dead_letter(self, queue: str, dlq: str, reason: str, error: str) -> None:
+        """A job a worker gave up on: published, leased, then forwarded to ``dlq`` with the worker's
+        headers, as the memory broker dead-letters (the body byte for byte)."""
+        failed_at = FROZEN_NOW - self._random.randint(60, 1500)
+        attempts = 6 if reason == "max_retries" else 1
+        first_seen = failed_at - 180.0 * (attempts - 1)
+        self.clock.now = first_seen
+        job = self._job(queue)
+        self.broker.publish([(queue, replace(job, body=b"\x00not json") if reason == "malformed" else job)])
+        (delivery,) = self.broker.take(queue, 1, LEASE_S)
+        self.clock.now = failed_at
+        seen = {HEADER_FIRST_SEEN: iso_utc(first_seen)}
+        headers = dead_letter_headers(
+            reason=reason, error=error, attempts=attempts, queue=queue, headers=seen, now_s=failed_at
+        )
+        dead = replace(delivery.message, headers={**delivery.message.headers, **headers})
+        self.broker.forward(delivery, dlq, dead, 0.0)
+
+    def _retry(self, queue: str, delay_s: float, count: int) -> None:
+        """``count`` jobs a worker sent back to wait out ``delay_s`` in their queue (a retry, in one step)."""
+        self.clock.now = FROZEN_NOW
+        for delivery in self.broker.take(queue, count, LEASE_S):
+            self.broker.forward(delivery, queue, delivery.message, delay_s)
+
+    def step(self) -> None:
+        """Let each work queue's backlog drift, as a live broker's would between two polls, pulled back
+        toward where it began (the benchmark's long runs must not measure a growing broker)."""
+        with self._lock:
+            for name, start in self._start.items():
+                change = self._random.randint(-8, 10) - (self.broker.figures(name).ready - start) // 8
+                if change > 0:
+                    self._publish(name, change)
+                elif change < 0:
+                    self.clock.now = FROZEN_NOW
+                    self.broker.ack(self.broker.take(name, -change, LEASE_S))
+            self.clock.now = FROZEN_NOW
+
+    # -- the admin face, watched ------------------------------------------------------------------------
+
+    def list_queues(self) -> QueueListing:
+        self.calls.append("list_queues")
+        if self.failure is not None:
+            raise self.failure
+        with self._lock:
+            return replace(super().list_queues(), alarms=self.alarms)
+
+    def peek(self, queue: str, count: int) -> PeekResult:
+        self.calls.append(f"peek {queue}")
+        return super().peek(queue, count)
+
+    def purge(self, queue: str) -> int:
+        self.writes.append(("purge", queue))
+        return super().purge(queue)
+
+    def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport | None:
+        self.writes.append(("move", source))
+        return super().server_side_move(source, target, limit)
+
+    def open_transfer(self, queue: str) -> TransferSession:
+        self.calls.append(f"open_transfer {queue}")
+        return RecordingTransfer(self, queue, super().open_transfer(queue))
+
+
+class RecordingTransfer(TransferSession):
+    """The memory broker's transfer session, its writes recorded on the admin that opened it."""
+
+    def __init__(self, admin: SeededAdmin, queue: str, session: TransferSession) -> None:
+        self.admin = admin
+        self.queue = queue
+        self.session = session
+
+    def count_at_start(self) -> int:
+        return self.session.count_at_start()
+
+    def fetch(self, limit: int) -> Sequence[Delivery]:
+        return self.session.fetch(limit)
+
+    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+        self.admin.writes.extend(("publish", target) for target, _ in items)
+        self.session.publish_confirmed(items)
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        self.admin.writes.extend(("ack", self.queue) for _ in deliveries)
+        self.session.ack(deliveries)
+
+    def release(self, deliveries: Sequence[Delivery]) -> None:
+        self.session.release(deliveries)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+@dataclass(frozen=True, slots=True)
+class SeededWorker:
+    """A worker of the seeded telemetry: what it ran in the last minute per (queue, task type) as
+    (done, failed), and how long ago it last beat."""
+
+    id: str
+    queues: tuple[str, ...]
+    ran: Mapping[StatsKey, tuple[int, int]]
+    beat_age_s: float
+    current_job: str | None = None
+
+
+# Two live workers, one busy, and one dead (its last beat older than its TTL, so outside the window too).
+WORKERS = (
+    SeededWorker(
+        "worker-a1",
+        ("resize_image",),
+        {("resize_image", "resize_image"): (1200, 12)},
+        1.2,
+        "resize_image-0042",
+    ),
+    SeededWorker(
+        "worker-b2",
+        ("emails", "reports"),
+        {("emails", "send_email"): (900, 27), ("reports", "generate_report"): (600, 42)},
+        2.8,
+    ),
+    SeededWorker("worker-c3", ("reports",), {("reports", "generate_report"): (77, 2)}, 94.0, "reports-0007"),
+)
+TTL_S = 15.0
+STARTED_AT = FROZEN_NOW - 3600.0
+
+
+def seeded_telemetry() -> StoreTelemetry:
+    """The workers' heartbeats in an SQLite state store on the frozen clock, read by the dashboard's own
+    :class:`StoreTelemetry`: each worker beat a minute before its last beat, so the window's rates and
+    latencies are the difference of two readings, as a live dashboard computes them."""
+    clock = SeedClock()
+    directory = tempfile.mkdtemp(prefix="tq-seeded-")
+    store = SQLiteStore(Path(directory) / "state.db", clock=clock)
+    for pid, worker in enumerate(WORKERS, start=4100):
+        earlier: dict[StatsKey, TaskStats] = {
+            key: TaskStats(done=done * 3) for key, (done, _) in worker.ran.items()
+        }
+        latest = {key: _ran(key[1], done, failed, earlier[key]) for key, (done, failed) in worker.ran.items()}
+        dead_for_s = worker.beat_age_s if worker.beat_age_s > TTL_S else 0.0  # both its readings are older
+        for age_s, stats in ((60.0 + dead_for_s, earlier), (worker.beat_age_s, latest)):
+            clock.now = FROZEN_NOW - age_s
+            current = (worker.current_job,) if worker.current_job else ()
+            snapshot = WorkerSnapshot(
+                worker.id, "seeded", pid, worker.queues, STARTED_AT, clock.now, current, stats
+            )
+            store.beat(snapshot, TTL_S)
+    clock.now = FROZEN_NOW
+    telemetry = StoreTelemetry(store.url, connect=lambda: store)
+    weakref.finalize(telemetry, shutil.rmtree, directory, ignore_errors=True)  # gone with the app, or at exit
+    return telemetry
+
+
+def _ran(task_type: str, done: int, failed: int, before: TaskStats) -> TaskStats:
+    """``before`` and then ``done`` + ``failed`` more runs, their waits and run times log-normal (slower
+    for each task type after the first)."""
+    index = TASK_TYPES.index(task_type)
+    rnd = random.Random(f"{task_type}-{index}")
+    stats = TaskStats(done=before.done + done, failed=before.failed + failed)
+    for _ in range(done + failed):
+        stats.wait.record(rnd.lognormvariate(-1.0 + index, 0.8))
+        stats.run.record(rnd.lognormvariate(-2.0 + index * 0.7, 0.6))
+    return stats
+
+
+class SeededCron:
+    """A leader with a fencing token and two schedules, one of them late: a
+    :class:`~tqadmin.tui.views.CronSource` of its own rather than a seeded cron store, whose status reads the
+    schedules' next fire times off the wall clock."""
+
+    def read(self) -> CronView:
+        return CronView(
+            leader="cron-a",
+            fencing_token=42,
+            schedules=(
+                ScheduleView(
+                    "nightly-report", "0 2 * * *", "reports", FROZEN_NOW + 20_000, FROZEN_NOW - 66_400
+                ),
+                ScheduleView(
+                    "thumbnails", "*/5 * * * *", "resize_image", FROZEN_NOW + 140, FROZEN_NOW - 160, 3.5
+                ),
+            ),
+        )
