@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.admin.scan import GROUP_FIELDS, dead_letter_groups
-from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.admin.dead_letters import GROUP_FIELDS, dead_letter_groups
+from tqadmin.admin.reports import printable
+from tqadmin.commands.context import CommandContext, table
 from tqadmin.plugin.capabilities import Operation
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from tqadmin.admin.reports import printable
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.confirmation import confirm_by_name
-from tqadmin.commands.context import CommandContext, printable
+from tqadmin.commands.context import CommandContext
 from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult

@@ -8,11 +8,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tqadmin import audit
+from tqadmin.admin import gate
 from tqadmin.commands.arguments import add_force, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
+from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.transport import Outcome
 from tqadmin.private_file import open_private, refusal
 
@@ -35,7 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    ctx.settings.require_writable("publish")
+    gate.check_profile(ctx.settings, "publish")
+    gate.check_capability(ctx.plugin().capabilities, "publish")
     if args.queue is None and args.routing_key is None:
         raise UsageError("publish needs --queue Q, or --routing-key K (with --exchange E)")
     jobs = load_jobs(args.job, args.from_file)
@@ -65,15 +67,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except (OSError, UsageError) as exc:
             raise TqadminError(f"the jobs were published but --report {args.report} failed: {exc}") from None
     confirmed = report.count(Outcome.CONFIRMED)
-    audit.append(
-        ctx.settings.audit_log,
-        profile=ctx.settings.profile,
+    audited = ActionReport(
         action="publish",
         target=args.queue or args.routing_key,
-        count=confirmed,
-        outcome="ok" if report.all_confirmed else "failed",
-        extra={"failed": report.count(Outcome.FAILED), "unknown": report.count(Outcome.UNKNOWN)},
+        matched=len(jobs),
+        moved=confirmed,
+        failed=len(jobs) - confirmed,
     )
+    ctx.audit(audited, None if report.all_confirmed else "failed")
     counts = {k: v for k, v in document.items() if k != "jobs"}
     summary = {"action": "publish", "target": args.queue or args.routing_key, **counts}
     ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

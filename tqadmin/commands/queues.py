@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.commands.context import CommandContext, printable, table
+from tqadmin.admin.reports import printable
+from tqadmin.commands.context import CommandContext, table
 from tqadmin.errors import NoDatabase
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
