@@ -68,8 +68,10 @@ def run_transfer(
 ) -> TransferOutcome:
     """Move or replay as ``request`` says, on the path chosen above; progress lines go to ``progress``."""
     plan = build_plan(request, admin.deaths, already_done)
-    report = _replay_on_the_broker(admin, request, progress) if request.replay else None
-    if not request.replay and want_server_side(request):
+    report: ActionReport | None = None
+    if request.replay:
+        report = _replay_on_the_broker(admin, request, progress)
+    elif want_server_side(request):
         report = run_server_side(
             admin, progress, "move", request.source, str(request.target), limit=request.limit
         )
