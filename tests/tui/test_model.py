@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 
 from tests.tui.seeding import SeededAdmin
+from tqadmin.admin.dead_letters import group_dead_letters
 from tqadmin.admin.filters import parse_filter
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import Message, QueueListing, QueueStats
 from tqadmin.tui.actions import WatchedSession
-from tqadmin.tui.grouping import group_dead_letters
 from tqadmin.tui.model import QueueBoard, alerts, retry_delay, sparkline
 from tqadmin.tui.text import clean, literal
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tqadmin.admin.reports import describe_report
 from tqadmin.admin.transfer import TransferPlan, to_queue, transfer
 from tqadmin.cli import main
-from tqadmin.commands.context import CommandContext, describe_report
 from tqadmin.commands.purge import confirm
 from tqadmin.errors import ConfirmationRefused, ExitCode
 from tqadmin.plugin.base import Delivery, TransferSession
@@ -115,17 +115,18 @@ def test_every_argument_of_the_admin_commands_says_what_it_is_in_help() -> None:
 
 
 def test_ctrl_c_during_a_server_side_move_says_the_broker_goes_on_and_exits_partial() -> None:
-    from tqadmin.commands.transfer_options import run_server_side
-    from tqadmin.config import Settings
+    from tqadmin.admin.paths import run_server_side
     from tqadmin.errors import PartialFailure
+    from tqadmin.plugin.capabilities import Capabilities, Operation
 
     class InterruptedAdmin:
+        capabilities = Capabilities(supported=frozenset(Operation))
+
         def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport:
             raise KeyboardInterrupt
 
-    ctx = CommandContext(settings=Settings())
     with pytest.raises(PartialFailure, match="keeps moving the messages inside the broker"):
-        run_server_side(InterruptedAdmin(), ctx, "move", "a", "b", limit=None)  # type: ignore[arg-type]
+        run_server_side(InterruptedAdmin(), print, "move", "a", "b", limit=None)  # type: ignore[arg-type]
 
 
 def test_a_deleted_message_is_reported_as_deleted() -> None:

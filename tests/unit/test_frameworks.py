@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 from framework_samples import celery_message, dramatiq_message
 
+from tqadmin.admin.dead_letters import group_dead_letters, group_key
 from tqadmin.admin.filters import parse_filter
-from tqadmin.admin.scan import group_key
 from tqadmin.frameworks import summarise
 from tqadmin.frameworks.decoding import MAX_PARSED_BYTES
 from tqadmin.frameworks.preview import MAX_PREVIEW_CHARS
 from tqadmin.plugin.models import Message
-from tqadmin.tui.grouping import group_dead_letters
 
 
 def job(**fields: Any) -> Message:

@@ -1,4 +1,5 @@
-"""Purge with a backup: each batch is written and fsynced to the JSONL file before it is acked."""
+"""Purge: on the broker side, or with a backup where each batch is written and fsynced to the JSONL file
+before it is acked."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.admin.scan import BATCH
 from tqadmin.admin.transfer import TransferOutcome
 from tqadmin.errors import PartialFailure, TqadminError
-from tqadmin.plugin.base import TransferSession
+from tqadmin.plugin.base import BrokerAdmin, TransferSession
 from tqadmin.plugin.models import ActionReport
+
+
+def purge(admin: BrokerAdmin, queue: str) -> ActionReport:
+    """Drop every message of ``queue`` on the broker side (no backup), reported as every face reports it."""
+    purged = admin.purge(queue)
+    return ActionReport(action="purge", source=queue, target=queue, matched=purged, purged=purged)
 
 
 def purge_with_backup(

@@ -1,4 +1,5 @@
-"""Read a queue without consuming it, and the actions built on that: export, dead-letter groups, delete one.
+"""Read a queue without consuming it, and the actions built on that: export, delete one, the targets of a
+replay (dead-letter groups: :mod:`tqadmin.admin.dead_letters`).
 
 A scan fetches up to the count at start and acks nothing, so closing the session puts every message back;
 on RabbitMQ they keep their positions but are marked redelivered.
@@ -6,19 +7,17 @@ on RabbitMQ they keep their positions but are marked redelivered.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 
 from tqadmin.admin.jsonl import MessageWriter
 from tqadmin.errors import MessageNotFound
-from tqadmin.frameworks import TQADMIN, UNKNOWN, summarise
+from tqadmin.frameworks import summarise
 from tqadmin.plugin.base import Delivery, TransferSession
-from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, ActionReport, DeathRecord, Message
+from tqadmin.plugin.models import ActionReport, DeathRecord, Message
 
 BATCH = 500
-GROUP_FIELDS = ("reason", "error", "task_type")
 
 Deaths = Callable[[Message], Sequence[DeathRecord]]
 """How the broker recorded a message's deaths: a plugin's :meth:`~tqadmin.plugin.base.BrokerAdmin.deaths`."""
@@ -54,36 +53,6 @@ def delete_by_id(session: TransferSession, queue: str, job_id: str) -> ActionRep
                 session.ack([delivery])
                 return ActionReport(action="delete", source=queue, target=queue, matched=1, moved=1)
     raise MessageNotFound(f"no message with id {job_id!r} in queue {queue!r}; nothing was deleted")
-
-
-def group_key(message: Message, by: str, deaths: Deaths = no_deaths) -> str:
-    """Why a message died, by ``reason``, ``error`` or ``task_type``; what the broker recorded (its own
-    dead-lettering, as the plugin reads it) where no tqadmin worker wrote the ``x-tq-*`` headers."""
-    if by == "task_type":
-        return summarise(message).task or "(not a job)"
-    header = HEADER_REASON if by == "reason" else HEADER_ERROR
-    value = message.headers.get(header)
-    if value is not None:
-        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    summary = summarise(message)
-    if by == "error" and summary.error is not None:  # what its framework recorded
-        return summary.error
-    latest = next(iter(deaths(message)), None)
-    if latest is not None:
-        reason = latest.reason or "unknown"
-        return f"{reason} (by the broker)" if by == "reason" else f"dead-lettered by the broker: {reason}"
-    if by == "reason" and summary.framework not in (TQADMIN, UNKNOWN):  # RQ and Sidekiq keep the error only
-        return f"(not recorded by {summary.framework}: try --group-by error)"
-    return "(unknown)"
-
-
-def dead_letter_groups(
-    session: TransferSession, by: str, deaths: Deaths = no_deaths
-) -> list[tuple[str, int]]:
-    """Counts per group, largest first; the queue is left as it was."""
-    with session:
-        counts = Counter(group_key(d.message, by, deaths) for d in scan(session))
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def distinct_targets(session: TransferSession, route: Callable[[Message], str | None]) -> set[str | None]:

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin import audit
+from tqadmin.admin.records import record_action
+from tqadmin.admin.reports import describe_report
 from tqadmin.config import Settings
 from tqadmin.errors import ExitCode, NoDatabase
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
-from tqadmin.tables import printable
 
 
 @dataclass(slots=True)
@@ -55,42 +55,12 @@ class CommandContext:
 
     def finish(self, report: ActionReport) -> int:
         """Audit, print and pick the exit code of an admin action."""
-        outcome = "dry_run" if report.dry_run else ("ok" if report.complete else "partial")
-        try:
-            audit.append(
-                self.settings.audit_log,
-                profile=self.settings.profile,
-                action=report.action,
-                target=report.target or report.source,
-                count=report.count,
-                outcome=outcome,
-                extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed},
-            )
-        except OSError as exc:  # the action happened: still say what it did
-            self.progress(
-                f"tqadmin: warning: cannot append to the audit log {self.settings.audit_log}: {exc.strerror}"
-            )
+        self.audit(report)
         self.emit(report.to_json(), lambda: describe_report(report))
         return int(ExitCode.OK if report.complete else ExitCode.PARTIAL)
 
-
-def describe_report(report: ActionReport) -> str:
-    parts = [f"{report.action}:"]
-    if report.source:
-        parts.append(printable(report.source))
-    if report.target:
-        parts.append(f"-> {printable(report.target)}")
-    figures = [f"matched {report.matched}"]
-    if report.action == "purge":
-        figures.append(f"purged {report.purged}")
-    elif report.action == "delete":
-        figures.append(f"deleted {report.moved}")
-    else:
-        figures.append(f"moved {report.moved}")
-    figures.append(f"failed {report.failed}")
-    line = (
-        " ".join(parts) + " " + ", ".join(figures) + (" (dry run: nothing changed)" if report.dry_run else "")
-    )
-    if report.not_done:
-        line += "\nnot done:\n  " + "\n  ".join(printable(item) for item in report.not_done)
-    return line
+    def audit(self, report: ActionReport, outcome: str | None = None) -> None:
+        """Append the audit record; one that cannot be kept is a warning, since the action happened."""
+        warning = record_action(self.settings, report, "cli", outcome)
+        if warning is not None:
+            self.progress(f"tqadmin: warning: {warning}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.admin.scan import GROUP_FIELDS, dead_letter_groups
+from tqadmin.admin.dead_letters import GROUP_FIELDS, dead_letter_groups
 from tqadmin.commands.context import CommandContext
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.tables import printable, table

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from tqadmin.admin import gate
 from tqadmin.admin.scan import delete_by_id
 from tqadmin.commands.context import CommandContext
-from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,9 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    ctx.settings.require_writable("delete")
+    gate.check_profile(ctx.settings, "delete")
     with ctx.admin() as admin:
-        admin.capabilities.require(Operation.DELETE)
-        admin.require_writable("delete", args.queue)
+        gate.check_admin(admin, "delete", args.queue)
         report = delete_by_id(admin.open_transfer(args.queue), args.queue, args.job_id)
     return ctx.finish(report)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tqadmin.admin import gate
 from tqadmin.admin.scan import export
 from tqadmin.commands.arguments import add_force
 from tqadmin.commands.context import CommandContext
-from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     with ctx.admin() as admin:
-        admin.capabilities.require(Operation.EXPORT)
+        gate.check_admin(admin, "export")
         report = export(admin.open_transfer(args.queue), args.queue, args.file, force=args.force)
     ctx.progress(f"export: {report.moved} message(s) written to {args.file}")
     return ctx.finish(report)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tqadmin.admin import gate
 from tqadmin.admin.importer import import_messages
 from tqadmin.admin.jsonl import read_messages
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import finish
-from tqadmin.plugin.capabilities import Operation
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +18,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    ctx.settings.require_writable("import")
+    gate.check_profile(ctx.settings, "import")
     messages = read_messages(args.file)
     with ctx.admin() as admin:
-        admin.capabilities.require(Operation.IMPORT)
-        admin.require_writable("import", args.queue)
+        gate.check_admin(admin, "import", args.queue)
         outcome = import_messages(admin.open_transfer(args.queue), args.queue, messages, str(args.file))
     return finish(ctx, outcome)

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from tqadmin.admin.transfer import TransferOutcome, to_queue
+from tqadmin.admin import gate
+from tqadmin.admin.paths import run_transfer
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.transfer_options import (
-    add_transfer_options,
-    finish,
-    plan_from,
-    require_writable_queues,
-    require_writable_unless_dry_run,
-    run_client_side,
-    run_server_side,
-    want_server_side,
-)
+from tqadmin.commands.transfer_options import add_transfer_options, finish, request_from
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,13 +17,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    require_writable_unless_dry_run(args, ctx, "move")
-    # the plan refuses a move onto the source itself (exit 2), before anything connects
-    plan = plan_from(args, action="move", source=args.source, target=args.target, route=to_queue(args.target))
+    gate.check_profile(ctx.settings, "move", dry_run=args.dry_run)
+    # the request refuses a move onto the source itself (exit 2), before anything connects
+    request = request_from(args, "move", args.target)
     with ctx.admin() as admin:
-        require_writable_queues(admin, ctx, args, "move", args.source, args.target)
-        if want_server_side(args):
-            report = run_server_side(admin, ctx, "move", args.source, args.target, limit=args.limit)
-            if report is not None:
-                return finish(ctx, TransferOutcome(report))
-        return finish(ctx, run_client_side(admin, ctx, plan))
+        gate.check_admin(admin, "move", args.source, args.target, dry_run=args.dry_run, progress=ctx.progress)
+        return finish(ctx, run_transfer(admin, request, ctx.progress))

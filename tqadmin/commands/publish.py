@@ -13,12 +13,13 @@ import json
 import os
 from pathlib import Path
 
-from tqadmin import audit
+from tqadmin.admin import gate
 from tqadmin.commands.arguments import add_force, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
 from tqadmin.plugin.capabilities import PublishOption
+from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import installed_publish_options
 from tqadmin.plugin.transport import Outcome, publish_options
 from tqadmin.private_file import open_private, refusal
@@ -40,7 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    ctx.settings.require_writable("publish")
+    gate.check_profile(ctx.settings, "publish")
+    gate.check_capability(ctx.plugin().capabilities, "publish")
     target, options = _address(args)
     jobs = load_jobs(args.job, args.from_file)
     if args.report is not None:
@@ -62,15 +64,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         except (OSError, UsageError) as exc:
             raise TqadminError(f"the jobs were published but --report {args.report} failed: {exc}") from None
     confirmed = report.count(Outcome.CONFIRMED)
-    audit.append(
-        ctx.settings.audit_log,
-        profile=ctx.settings.profile,
+    audited = ActionReport(
         action="publish",
         target=target,
-        count=confirmed,
-        outcome="ok" if report.all_confirmed else "failed",
-        extra={"failed": report.count(Outcome.FAILED), "unknown": report.count(Outcome.UNKNOWN)},
+        matched=len(jobs),
+        moved=confirmed,
+        failed=len(jobs) - confirmed,
     )
+    ctx.audit(audited, None if report.all_confirmed else "failed")
     counts = {k: v for k, v in document.items() if k != "jobs"}
     summary = {"action": "publish", "target": target, **counts}
     ctx.emit(summary, lambda: f"published {len(jobs)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))

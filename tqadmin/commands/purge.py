@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tqadmin.admin.purge import purge_with_backup
+from tqadmin.admin import gate
+from tqadmin.admin.purge import purge, purge_with_backup
 from tqadmin.commands.arguments import add_force
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import finish
-from tqadmin.plugin.capabilities import Operation
-from tqadmin.plugin.models import ActionReport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,17 +30,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    ctx.settings.require_writable("purge")
+    gate.check_profile(ctx.settings, "purge")
     if not args.yes:
         confirm(args.queue)
     with ctx.admin() as admin:
-        admin.capabilities.require(Operation.PURGE)
-        admin.require_writable("purge", args.queue)
+        gate.check_admin(admin, "purge", args.queue)
         if args.backup is not None:
             session = admin.open_transfer(args.queue)
             return finish(ctx, purge_with_backup(session, args.queue, args.backup, force=args.force))
-        purged = admin.purge(args.queue)
-    report = ActionReport(action="purge", source=args.queue, target=args.queue, matched=purged, purged=purged)
+        report = purge(admin, args.queue)
     return ctx.finish(report)
 
 

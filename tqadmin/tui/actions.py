@@ -1,10 +1,12 @@
-"""Keyboard actions as calls into the same admin engine and audit log the CLI uses.
+"""Keyboard actions as calls into the action service the CLI uses (:mod:`tqadmin.admin`).
 
-The TUI decides *whether* an action may run (read-only profile, broker capability), asks for confirmation
-and shows progress; moving messages safely is :mod:`tqadmin.admin`'s job and is not reimplemented here.
-Progress and cancel come from watching the engine's :class:`TransferSession`: every ack (or, for export,
-every fetch) is counted, and a cancelled run sees an empty fetch, which the engine treats as the end of the
-queue, so it stops between batches with everything unconfirmed still in the source.
+The service decides whether an action may run (:mod:`tqadmin.admin.gate`: read-only profile, audit log,
+broker capability, queues another framework owns), which path a move or a replay takes (the broker's own
+move or redrive where the CLI takes it: :mod:`tqadmin.admin.paths`), writes the report sentence and the
+audit record. This module only turns the dialog's input into the service's request, and watches the client
+path's :class:`TransferSession` for progress and cancel: every ack (or, for export, every fetch) is counted,
+and a cancelled run sees an empty fetch, which the engine treats as the end of the queue, so it stops
+between batches with everything unconfirmed still in the source.
 """
 
 from __future__ import annotations
@@ -14,19 +16,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tqadmin import audit
-from tqadmin.admin.filters import parse_filter
-from tqadmin.admin.scan import Deaths, export
-from tqadmin.admin.transfer import TransferPlan, count_replay, replay_route, to_queue, transfer
+from tqadmin.admin import gate
+from tqadmin.admin.paths import run_transfer
+from tqadmin.admin.plans import TRANSFERS, TransferRequest
+from tqadmin.admin.purge import purge
+from tqadmin.admin.reports import describe_report
+from tqadmin.admin.scan import export
 from tqadmin.config import Settings
-from tqadmin.errors import TqadminError, UsageError
+from tqadmin.errors import QueueReadOnly, ReadOnly, TqadminError
 from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
-from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, Message
 
-WRITES = frozenset({"replay", "move", "purge"})
 WHOLE_QUEUE = frozenset({"purge", "export"})
-NO_ORIGIN = "no x-tq-original-queue header and no target queue given"
 Progress = Callable[[int, int | None], None]
 
 
@@ -45,6 +47,10 @@ class ActionRequest:
     def needs_target(self) -> bool:
         return self.action in {"move", "export"}
 
+    def transfer(self, *, dry_run: bool) -> TransferRequest:
+        """The service's request for a move or a replay; the service chooses the path, as for the CLI."""
+        return TransferRequest(self.action, self.source, self.target, self.filter, dry_run=dry_run)
+
 
 def refusal(
     request: ActionRequest, settings: Settings, capabilities: Capabilities, queue_read_only: str | None = None
@@ -52,16 +58,17 @@ def refusal(
     """Why this action cannot run here, or ``None`` when it can; checked before anything is sent.
     ``queue_read_only`` is the broker's reason the source queue may be shown but not written
     (:attr:`QueueStats.read_only`: a queue another framework owns)."""
-    if request.action in WRITES and settings.read_only:
+    try:
+        gate.check_before(settings, capabilities, request.action, [(request.source, queue_read_only)])
+    except ReadOnly:
         profile = f"profile {settings.profile!r}" if settings.profile else "this session"
         return f"{request.action} is disabled: {profile} is read-only"
-    if request.action in WRITES and queue_read_only:
-        return f"{request.action} is disabled for {request.source}: it is {queue_read_only}"
+    except QueueReadOnly as refused:
+        return f"{request.action} is disabled for {refused.queue}: it is {refused.reason}"
+    except TqadminError as refused:  # the audit log, or an operation the broker lacks
+        return f"{request.action} is disabled: {refused}"
     if request.filter and request.action in WHOLE_QUEUE:
         return f"{request.action} applies to a whole queue, not a group: Tab back to the queue list first"
-    operation = Operation(request.action)
-    if not capabilities.supports(operation):
-        return f"{request.action} is disabled: {capabilities.why_not(operation)}"
     return None
 
 
@@ -110,37 +117,14 @@ class WatchedSession(TransferSession):
         self.progress(self.done, self.total)
 
 
-def _transfer_plan(request: ActionRequest, dry_run: bool, deaths: Deaths) -> TransferPlan:
-    matches = parse_filter(request.filter)
-    if request.action == "replay":
-        return TransferPlan(
-            action="replay",
-            source=request.source,
-            target=request.target,
-            route=replay_route(request.target, deaths),
-            matches=matches,
-            rewrite=count_replay,
-            dry_run=dry_run,
-            unrouted_reason=NO_ORIGIN,
-        )
-    if request.target is None:
-        raise UsageError(f"{request.action} needs a target queue")
-    return TransferPlan(
-        action="move",
-        source=request.source,
-        target=request.target,
-        route=to_queue(request.target),
-        matches=matches,
-        dry_run=dry_run,
-    )
+def _unsaid(_line: str) -> None:
+    """The service's progress lines: the dialog shows a bar instead."""
 
 
 def plan(admin: BrokerAdmin, request: ActionRequest) -> ActionReport:
     """The dry run: how many messages the action would touch, with nothing changed."""
-    if request.action in {"replay", "move"}:
-        outcome = transfer(
-            admin.open_transfer(request.source), _transfer_plan(request, dry_run=True, deaths=admin.deaths)
-        )
+    if request.action in TRANSFERS:
+        outcome = run_transfer(admin, request.transfer(dry_run=True), _unsaid)
         if outcome.error is not None:
             raise outcome.error
         return outcome.report
@@ -154,18 +138,27 @@ def execute(
 ) -> ActionReport:
     """Run the action for real; raises the error that stopped it, after its partial report is audited."""
     if request.action == "purge":
-        purged = admin.purge(request.source)
-        progress(purged, purged)
-        return ActionReport("purge", request.source, request.source, matched=purged, purged=purged)
-    watched = WatchedSession(
-        admin.open_transfer(request.source), progress, cancel, acks=request.action != "export"
-    )
+        report = purge(admin, request.source)
+        progress(report.purged, report.purged)
+        return report
+    sessions: list[WatchedSession] = []
+
+    def watched(session: TransferSession) -> TransferSession:
+        sessions.append(WatchedSession(session, progress, cancel, acks=request.action != "export"))
+        return sessions[-1]
+
     if request.action == "export":
         path = Path(request.target or f"{request.source}.jsonl")
-        report = export(watched, request.source, path, force=request.force)
-        return _cancelled(report, watched, request) if watched.cancelled else report
-    outcome = transfer(watched, _transfer_plan(request, dry_run=False, deaths=admin.deaths))
-    report = _cancelled(outcome.report, watched, request) if watched.cancelled else outcome.report
+        report = export(
+            watched(admin.open_transfer(request.source)), request.source, path, force=request.force
+        )
+        return _cancelled(report, sessions[0], request) if sessions[0].cancelled else report
+    outcome = run_transfer(admin, request.transfer(dry_run=False), _unsaid, watch=watched)
+    report = outcome.report
+    if not sessions:  # the broker moved them itself: no batches to count
+        progress(report.moved, report.matched)
+    elif sessions[0].cancelled:
+        report = _cancelled(report, sessions[0], request)
     if outcome.error is not None:
         raise PartialAction(report, outcome.error)
     return report
@@ -175,36 +168,10 @@ class PartialAction(TqadminError):
     """The engine stopped on an error after doing part of the work; ``report`` says how much."""
 
     def __init__(self, report: ActionReport, error: TqadminError) -> None:
-        super().__init__(f"{error} (after {summary(report)})")
+        super().__init__(f"{error} (after {describe_report(report)})")
         self.report = report
 
 
 def _cancelled(report: ActionReport, watched: WatchedSession, request: ActionRequest) -> ActionReport:
     note = f"cancelled after {watched.done} of {watched.total}; the rest stay in {request.source}"
     return replace(report, not_done=(*report.not_done, note))
-
-
-def record(settings: Settings, report: ActionReport, outcome: str | None = None) -> None:
-    """Audit one action with the CLI's record shape, in the same file."""
-    if outcome is None:
-        outcome = "dry_run" if report.dry_run else ("ok" if report.complete else "partial")
-    audit.append(
-        settings.audit_log,
-        profile=settings.profile,
-        action=report.action,
-        target=report.target or report.source,
-        count=report.count,
-        outcome=outcome,
-        extra={"source": report.source, "dry_run": report.dry_run, "failed": report.failed, "via": "tui"},
-    )
-
-
-def summary(report: ActionReport) -> str:
-    verb = {"purge": "purged", "export": "exported"}.get(report.action, "moved")
-    done = report.purged if report.action == "purge" else report.moved
-    text = f"{report.action} {report.source}: {verb} {done} of {report.matched}"
-    if report.failed:
-        text += f", {report.failed} failed"
-    for note in report.not_done:
-        text += f"; {note}"
-    return text

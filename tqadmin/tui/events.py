@@ -6,6 +6,7 @@ from textual.message import Message
 
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
+from tqadmin.plugin.models import Message as PeekedMessage
 from tqadmin.tui.views import CronView, TelemetryView
 
 
@@ -58,6 +59,11 @@ class MessagesPeeked(Message):
         self.capabilities = capabilities
         self.deaths = deaths
         self.broker_headers = capabilities.broker_headers
+        self._deaths_by_message = {id(m): d for m, d in zip(result.messages, deaths, strict=False)}
+
+    def deaths_of(self, message: PeekedMessage) -> tuple[DeathRecord, ...]:
+        """The broker's record of the deaths of one of the peeked messages (a grouping's ``Deaths``)."""
+        return self._deaths_by_message.get(id(message), ())
 
 
 class PeekFailed(Message):

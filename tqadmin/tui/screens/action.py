@@ -20,6 +20,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, ProgressBar, Static
 
 from tqadmin import private_file
+from tqadmin.admin.records import record_action
+from tqadmin.admin.reports import describe_report
 from tqadmin.plugin.models import ActionReport
 from tqadmin.tui import actions
 from tqadmin.tui.connect import describe_error
@@ -137,7 +139,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     def on_action_planned(self, event: ActionPlanned) -> None:
         self.plan = event.report
-        actions.record(self.tq.settings, event.report)
+        self._record(event.report)
         where = f" to {clean(self.request.target)}" if self.request.target else ""
         text = Text("dry run: ", style="bold")
         text.append(f"{event.report.matched} messages", style="bold yellow")
@@ -199,25 +201,31 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     def on_action_finished(self, event: ActionFinished) -> None:
         self.running = False
-        settings = self.tq.settings
         if event.error is not None:
             if self.plan is not None:  # past the dry run: something may have been sent, so it is audited
                 request = self.request
                 done = event.report or ActionReport(request.action, request.source, request.target)
-                actions.record(settings, done, outcome="error")
+                self._record(done, outcome="error")
             self.notify(event.error, title=f"{self.request.action} failed", severity="error")
             self.dismiss(None)
             return
         if event.report is None:
             return
-        actions.record(settings, event.report)
+        self._record(event.report)
         self.notify(
-            actions.summary(event.report),
+            describe_report(event.report),
             title=f"{self.request.action} done",
             severity="information" if event.report.complete else "warning",
+            markup=False,  # queue names are data
         )
         self.tq.action_refresh()
         self.dismiss(event.report)
+
+    def _record(self, report: ActionReport, outcome: str | None = None) -> None:
+        """The audit record, in the CLI's shape; one that cannot be kept is said, since the action ran."""
+        warning = record_action(self.tq.settings, report, "tui", outcome)
+        if warning is not None:
+            self.notify(warning, title="audit", severity="warning")
 
     def action_cancel(self) -> None:
         if self.running:

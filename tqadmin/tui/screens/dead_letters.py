@@ -12,10 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 
+from tqadmin.admin.dead_letters import DeadGroup, group_dead_letters
 from tqadmin.plugin.models import QueueStats
 from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
-from tqadmin.tui.grouping import DeadGroup, group_dead_letters
 from tqadmin.tui.model import human_count
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
@@ -120,12 +120,14 @@ class DeadLettersScreen(QueueScreen):
     def run_peek(self, queue: str) -> None:
         try:
             with self.tq.borrowed_admin() as admin:
-                self.post_message(MessagesPeeked(admin.peek(queue, SAMPLE), admin.capabilities))
+                result = admin.peek(queue, SAMPLE)
+                deaths = tuple(admin.deaths(m) for m in result.messages)
+                self.post_message(MessagesPeeked(result, admin.capabilities, deaths))
         except Exception as exc:
             self.post_message(PeekFailed(queue, describe_error(exc)))
 
     def on_messages_peeked(self, event: MessagesPeeked) -> None:
-        self.groups = group_dead_letters(event.result.messages)
+        self.groups = group_dead_letters(event.result.messages, event.deaths_of)
         table = self.query_one("#groups", DataTable)
         table.clear()
         for index, group in enumerate(self.groups):
