@@ -33,13 +33,10 @@ NOT_FOUND = 404
 class PublishRun(ConfirmSession):
     """One ``publish`` call: its messages, their outcomes, and the connection(s) it took."""
 
-    def __init__(
-        self, url: str, timeout_s: float, messages: Sequence[Addressed], window: int, rate: float | None
-    ) -> None:
+    def __init__(self, url: str, timeout_s: float, messages: Sequence[Addressed], window: int) -> None:
         super().__init__(url, timeout_s, "tqadmin-publish")
         self.messages = messages
         self.window = max(1, window)
-        self.interval = 1.0 / rate if rate else 0.0
         self.outcomes: list[Outcome | None] = [None] * len(messages)
         self.sent: set[int] = set()
         self.todo: deque[int] = deque(range(len(messages)))
@@ -47,7 +44,6 @@ class PublishRun(ConfirmSession):
         self.error: TqadminError | None = None
         self.fatal = False
         self.dropped = False  # the broker closed the channel for a missing exchange: nothing sent got through
-        self.next_send_at = 0.0
         self.pump_scheduled = False
         self.last_progress = time.monotonic()
         self.blocked = False
@@ -115,12 +111,6 @@ class PublishRun(ConfirmSession):
         if self.channel is None or self.closing:
             return
         while self.todo and len(self.in_flight) < self.window:
-            if self.interval:
-                now = time.monotonic()
-                if now < self.next_send_at:
-                    self._schedule_pump(self.next_send_at - now)
-                    return
-                self.next_send_at = max(self.next_send_at, now) + self.interval
             index = self.todo.popleft()
             self.in_flight[index] = None
             self.sent.add(index)

@@ -43,18 +43,13 @@ class RabbitMQTransport(BrokerTransport):
             if connection.is_open:
                 connection.close()
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         from tqadmin_rabbitmq.publishing import PublishRun
 
         out = addressed(messages, options)
-        return PublishRun(self.config.url, self.config.timeout_s, out, window, rate).run()
+        return PublishRun(self.config.url, self.config.timeout_s, out, window).run()
 
     def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
         from tqadmin_rabbitmq.consuming import RabbitConsumer
