@@ -9,6 +9,7 @@ from typing import ClassVar
 from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import ActionReport, Message, PeekResult, QueueListing, QueueStats
+from tqadmin.plugin.sessions import HeldSession
 from tqadmin_memory import MemoryPlugin
 from tqadmin_memory.broker import HELD_BY_SESSION, MemoryBroker, Token, broker_for, token_of
 from tqadmin_memory.capabilities import CAPABILITIES
@@ -91,39 +92,28 @@ def _admin_class(capabilities: Capabilities) -> type[MemoryAdmin]:
     return type("MemoryAdmin", (MemoryAdmin,), {"capabilities": capabilities})
 
 
-class MemoryTransfer(TransferSession):
+class MemoryTransfer(HeldSession[Delivery]):
     """Deliveries held by the session until it acks, releases or closes (a lease that does not run out)."""
 
     def __init__(self, broker: MemoryBroker, queue: str) -> None:
+        super().__init__(broker.figures(queue).ready)
         self._broker = broker
         self._queue = queue
-        self._count = broker.figures(queue).ready
-        self._handed_out = 0
-        self._unsettled: dict[Token, Delivery] = {}
 
-    def count_at_start(self) -> int:
-        return self._count
+    def take(self, want: int) -> Sequence[Delivery]:
+        return self._broker.take(self._queue, want, HELD_BY_SESSION)
 
-    def fetch(self, limit: int) -> Sequence[Delivery]:
-        want = min(limit, self._count - self._handed_out)
-        if want <= 0:
-            return []
-        taken = self._broker.take(self._queue, want, HELD_BY_SESSION)
-        self._handed_out += len(taken)
-        self._unsettled.update((token_of(d), d) for d in taken)
-        return taken
+    def token(self, delivery: Delivery) -> Delivery:
+        return delivery
 
-    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
+    def key(self, token: Delivery) -> Token:
+        return token_of(token)
+
+    def publish(self, items: Sequence[tuple[str, Message]]) -> None:
         self._broker.publish(items)
 
-    def ack(self, deliveries: Sequence[Delivery]) -> None:
-        self._broker.ack(self._settle(deliveries))
+    def remove(self, tokens: Sequence[Delivery]) -> None:
+        self._broker.ack(tokens)
 
-    def release(self, deliveries: Sequence[Delivery]) -> None:
-        self._broker.release(self._settle(deliveries))
-
-    def close(self) -> None:
-        self.release(list(self._unsettled.values()))
-
-    def _settle(self, deliveries: Sequence[Delivery]) -> list[Delivery]:
-        return [d for d in deliveries if self._unsettled.pop(token_of(d), None) is not None]
+    def give_back(self, tokens: Sequence[Delivery]) -> None:
+        self._broker.release(tokens)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -32,22 +31,14 @@ class MemoryTransport(BrokerTransport):
         self.broker.declare(queue)
         self.broker.declare(MemoryPlugin().dlq_name(queue))
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         """One message at a time, each confirmed as it is stored (``window`` has nothing to bound)."""
         publish_options(options, TRANSPORT_CAPABILITIES, "the memory broker")
-        started = time.monotonic()
         outcomes: list[Outcome] = []
         error: Unroutable | None = None
-        for sent, item in enumerate(messages):
-            if rate:
-                time.sleep(max(0.0, started + sent / rate - time.monotonic()))
+        for item in messages:
             try:
                 self.broker.publish([item])
             except Unroutable as exc:

@@ -26,20 +26,32 @@ from tqadmin_rabbitmq.connection import translate
 from tqadmin_rabbitmq.session import Addressed, ConfirmSession
 
 WATCHDOG_S = 0.25
+REUSE_WITHIN_S = (
+    5.0  # well inside any heartbeat timeout: the I/O loop (and so the heartbeat) stops between runs
+)
 
 NOT_FOUND = 404
 
 
 class PublishRun(ConfirmSession):
-    """One ``publish`` call: its messages, their outcomes, and the connection(s) it took."""
+    """One ``publish`` call: its messages, their outcomes, and the connection(s) it took.
 
-    def __init__(
-        self, url: str, timeout_s: float, messages: Sequence[Addressed], window: int, rate: float | None
-    ) -> None:
+    The connection stays open after the run, for the next one to :meth:`load` (a paced publish comes in
+    batches a tenth of a second apart: a connection each would cost more than the batch); one idle for
+    longer than :data:`REUSE_WITHIN_S` is closed and a new one opened, and :meth:`shutdown` closes it."""
+
+    def __init__(self, url: str, timeout_s: float, messages: Sequence[Addressed], window: int) -> None:
         super().__init__(url, timeout_s, "tqadmin-publish")
+        self.pump_scheduled = False
+        self.blocked = False
+        self.idle_since = 0.0
+        self.retrying = Retrying()  # reconnects, given up once they have failed for ``timeout_s``
+        self.load(messages, window)
+
+    def load(self, messages: Sequence[Addressed], window: int) -> None:
+        """Start a new run with ``messages`` (on the connection of the last one, while it is open)."""
         self.messages = messages
         self.window = max(1, window)
-        self.interval = 1.0 / rate if rate else 0.0
         self.outcomes: list[Outcome | None] = [None] * len(messages)
         self.sent: set[int] = set()
         self.todo: deque[int] = deque(range(len(messages)))
@@ -47,15 +59,12 @@ class PublishRun(ConfirmSession):
         self.error: TqadminError | None = None
         self.fatal = False
         self.dropped = False  # the broker closed the channel for a missing exchange: nothing sent got through
-        self.next_send_at = 0.0
-        self.pump_scheduled = False
         self.last_progress = time.monotonic()
-        self.blocked = False
-        self.retrying = Retrying()  # reconnects, given up once they have failed for ``timeout_s``
+        self.retrying.succeeded()
 
     def run(self) -> PublishResult:
         while self.todo or self.in_flight:
-            ended = self.run_once()
+            ended = self._resume() if self._reusable() else self.run_once()
             if self.fatal or ended is None:
                 break
             if self.channel_opened_once:
@@ -66,6 +75,37 @@ class PublishRun(ConfirmSession):
                 break
             self.retrying.wait(delay)
         return self._result()
+
+    def shutdown(self) -> None:
+        """Close the connection kept between runs, waiting for the broker's answer at most ``timeout_s``."""
+        connection = self.connection
+        if connection is None or not connection.is_open:
+            return
+        try:
+            timer = connection.ioloop.call_later(self.timeout_s, connection.ioloop.stop)
+            self.close()
+            connection.ioloop.start()  # until the close is done (``_on_closed`` stops it) or the timer
+            connection.ioloop.remove_timeout(timer)
+        except Exception:  # noqa: S110 - a connection that breaks while closing is closed
+            pass
+
+    def _reusable(self) -> bool:
+        connection = self.connection
+        if connection is None or self.channel is None or not connection.is_open:
+            return False
+        if time.monotonic() - self.idle_since <= REUSE_WITHIN_S:
+            return True
+        self.shutdown()  # idle too long: its heartbeats were not served, the broker may have dropped it
+        return False
+
+    def _resume(self) -> BaseException | None:
+        """Run on the open connection until this run's messages are settled, as :meth:`run_once` does."""
+        assert self.connection is not None
+        self._ended = None
+        self.channel_opened_once = True
+        self.connection.ioloop.call_later(0, self._pump)
+        self.connection.ioloop.start()
+        return self._ended
 
     def _result(self) -> PublishResult:
         outcomes = tuple(
@@ -115,18 +155,14 @@ class PublishRun(ConfirmSession):
         if self.channel is None or self.closing:
             return
         while self.todo and len(self.in_flight) < self.window:
-            if self.interval:
-                now = time.monotonic()
-                if now < self.next_send_at:
-                    self._schedule_pump(self.next_send_at - now)
-                    return
-                self.next_send_at = max(self.next_send_at, now) + self.interval
             index = self.todo.popleft()
             self.in_flight[index] = None
             self.sent.add(index)
             self.publish(self.messages[index], self._settler(index))
         if not self.todo and not self.in_flight:
-            self.close()
+            self.idle_since = time.monotonic()
+            assert self.connection is not None
+            self.connection.ioloop.stop()  # the run is done; the connection stays for the next
 
     def _schedule_pump(self, delay_s: float) -> None:
         if not self.pump_scheduled and self.connection is not None:

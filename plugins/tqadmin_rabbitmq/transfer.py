@@ -24,8 +24,9 @@ import pika.spec
 
 from tqadmin.errors import BrokerError, Nacked, Unroutable
 from tqadmin.masking import mask_url
-from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.sessions import HeldSession
 from tqadmin_rabbitmq.codec import to_message, to_properties
 from tqadmin_rabbitmq.connection import connect, translate, translated
 
@@ -133,7 +134,7 @@ class ConfirmedPublisher:
             )
 
 
-class AmqpTransferSession(TransferSession):
+class AmqpTransferSession(HeldSession[_Token]):
     """One connection and one channel: consume ``queue`` with a prefetch window, publish with confirms."""
 
     def __init__(self, url: str, queue: str, timeout_s: float, window: int = DEFAULT_WINDOW) -> None:
@@ -144,88 +145,71 @@ class AmqpTransferSession(TransferSession):
         self._connection = connect(url, timeout_s)
         self._buffer: deque[Delivery] = deque()
         self._outstanding: dict[str, int] = {}  # consumer tag -> delivered and not yet settled
-        self._unsettled: set[int] = set()  # delivery tags handed out and not acked or released
-        self._handed_out = 0
         self._consumer: str | None = None
-        self._closed = False
         try:
             with translated(url, queue):
                 self._channel = self._connection.channel()
                 declared = self._channel.queue_declare(queue, passive=True)
-                self._count = int(declared.method.message_count)
                 self._channel.basic_qos(prefetch_count=2 * window)
             self._publisher = ConfirmedPublisher(self._connection, self._channel, url, timeout_s)
         except BaseException:
             close_quietly(self._connection)
             raise
+        super().__init__(int(declared.method.message_count))
 
-    def count_at_start(self) -> int:
-        return self._count
-
-    def fetch(self, limit: int) -> Sequence[Delivery]:
-        want = min(limit, self._count - self._handed_out)
-        if want <= 0:
-            return []
+    def take(self, want: int) -> Sequence[Delivery]:
         with translated(self._url, self._queue):
             self._fill(want)
-        taken = [self._buffer.popleft() for _ in range(min(want, len(self._buffer)))]
-        for delivery in taken:
-            assert isinstance(delivery.token, _Token)
-            self._unsettled.add(delivery.token.tag)
-        self._handed_out += len(taken)
-        return taken
+        return [self._buffer.popleft() for _ in range(min(want, len(self._buffer)))]
 
-    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
-        if items:
-            self._publisher.publish(items)
+    def token(self, delivery: Delivery) -> _Token:
+        assert isinstance(delivery.token, _Token)
+        return delivery.token
 
-    def ack(self, deliveries: Sequence[Delivery]) -> None:
-        tags = self._settle(deliveries)
-        if not tags:
-            return
+    def key(self, token: _Token) -> int:
+        return token.tag
+
+    def publish(self, items: Sequence[tuple[str, Message]]) -> None:
+        self._publisher.publish(items)
+
+    def remove(self, tokens: Sequence[_Token]) -> None:
+        tags = self._settled(tokens)
         impl = self._channel._impl  # queue the acks and flush once, not one socket write per ack
         with translated(self._url, self._queue):
             top = max(tags)
-            if not any(t < top for t in self._unsettled):
+            if not any(t.tag < top for t in self.held.values()):
                 impl.basic_ack(delivery_tag=top, multiple=True)
             else:
-                for tag in sorted(tags):
+                for tag in tags:
                     impl.basic_ack(delivery_tag=tag)
             self._connection._flush_output()
 
-    def release(self, deliveries: Sequence[Delivery]) -> None:
-        tags = self._settle(deliveries)
+    def give_back(self, tokens: Sequence[_Token]) -> None:
         impl = self._channel._impl
         with translated(self._url, self._queue):
-            for tag in sorted(tags):
+            for tag in self._settled(tokens):
                 impl.basic_nack(delivery_tag=tag, requeue=True)
             self._connection._flush_output()
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def give_back_all(self, tokens: Sequence[_Token]) -> None:
+        """Everything still unacked on the channel (held back, or buffered beyond the count at start), back
+        to the queue in delivery order; a connection that is gone has requeued them already."""
         try:
             if self._connection.is_open and self._channel.is_open:
                 if self._consumer is not None:
                     self._channel.basic_cancel(self._consumer)  # else requeued messages come straight back
-                # Everything still unacked on the channel (held back, or buffered beyond the count at start)
-                # goes back to the queue in delivery order.
                 self._channel.basic_nack(delivery_tag=0, multiple=True, requeue=True)
         except Exception:  # noqa: S110 - closing the connection requeues them anyway
             pass
+
+    def disconnect(self) -> None:
         close_quietly(self._connection)
 
-    def _settle(self, deliveries: Sequence[Delivery]) -> set[int]:
-        tags: set[int] = set()
-        for delivery in deliveries:
-            token = delivery.token
-            assert isinstance(token, _Token)
-            if token.tag in self._unsettled:
-                self._unsettled.discard(token.tag)
-                self._outstanding[token.consumer] -= 1
-                tags.add(token.tag)
-        return tags
+    def _settled(self, tokens: Sequence[_Token]) -> list[int]:
+        """The delivery tags of ``tokens``, in order, no longer using up their consumer's prefetch."""
+        for token in tokens:
+            self._outstanding[token.consumer] -= 1
+        return sorted(token.tag for token in tokens)
 
     def _fill(self, want: int) -> None:
         """Receive deliveries until ``want`` are buffered, or nothing more comes (drained or all held)."""

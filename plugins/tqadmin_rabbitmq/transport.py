@@ -6,8 +6,9 @@ A job addressed to queue ``Q`` is published to ``task_exchange`` with routing ke
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import BrokerConfig
@@ -18,6 +19,9 @@ from tqadmin_rabbitmq.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_rabbitmq.connection import connect, translated
 from tqadmin_rabbitmq.naming import TASK_EXCHANGE
 from tqadmin_rabbitmq.session import Addressed
+
+if TYPE_CHECKING:
+    from tqadmin_rabbitmq.publishing import PublishRun
 
 
 def addressed(messages: Sequence[Outgoing], options: Mapping[str, str] | None) -> list[Addressed]:
@@ -33,6 +37,8 @@ class RabbitMQTransport(BrokerTransport):
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self._publisher: PublishRun | None = None
+        self._publishing = threading.Lock()  # one run at a time on the kept connection
 
     def declare(self, queue: str) -> None:
         connection = connect(self.config.url, self.config.timeout_s)
@@ -43,18 +49,18 @@ class RabbitMQTransport(BrokerTransport):
             if connection.is_open:
                 connection.close()
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         from tqadmin_rabbitmq.publishing import PublishRun
 
         out = addressed(messages, options)
-        return PublishRun(self.config.url, self.config.timeout_s, out, window, rate).run()
+        with self._publishing:
+            if self._publisher is None:
+                self._publisher = PublishRun(self.config.url, self.config.timeout_s, out, window)
+            else:
+                self._publisher.load(out, window)
+            return self._publisher.run()
 
     def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
         from tqadmin_rabbitmq.consuming import RabbitConsumer
@@ -82,4 +88,8 @@ class RabbitMQTransport(BrokerTransport):
         return [] if warning is None else [warning]
 
     def close(self) -> None:
-        """Each call opens and closes its own connection: nothing is held between calls."""
+        """Close the publishing connection kept between calls; every other call closes its own."""
+        with self._publishing:
+            if self._publisher is not None:
+                self._publisher.shutdown()
+                self._publisher = None

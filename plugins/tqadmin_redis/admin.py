@@ -21,7 +21,8 @@ from tqadmin_redis.alarms import alarms_of
 from tqadmin_redis.capabilities import CAPABILITIES, FOREIGN_PEEK_COST, PEEK_COST
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import to_message
-from tqadmin_redis.foreign import ForeignQueues, ForeignSession
+from tqadmin_redis.foreign import ForeignQueues
+from tqadmin_redis.foreign_reading import ForeignSession
 from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
 from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, dlq_name, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
@@ -159,7 +160,7 @@ class RedisAdmin(BrokerAdmin):
         dead-letter groups) and refuses every write with the reason."""
         foreign = self.foreign.find(queue)
         if foreign is not None:
-            return ForeignSession(self.foreign, foreign)
+            return ForeignSession(self.conn, foreign)
         return RedisTransferSession(self.conn, self._own(queue), self._refuse_foreign)
 
     def purge(self, queue: str) -> int:

@@ -12,13 +12,13 @@ lease is :data:`ADMIN_LEASE_S`, so a session killed mid-run leaves its entries t
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
 from tqadmin.errors import QueueNotFound, Unroutable
-from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.sessions import HeldSession
 from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection
@@ -27,29 +27,24 @@ from tqadmin_redis.entries import flat_fields, to_message
 from tqadmin_redis.naming import GROUP, RELEASED, QueueKeys
 
 ADMIN_LEASE_S = 15.0
-RENEW_EVERY_S = ADMIN_LEASE_S / 3
 CHUNK = 1000
 
 ForeignCheck = Callable[[str], None]
 """Raises QueueReadOnly when a queue name is another framework's (writes to it are refused)."""
 
 
-class RedisTransferSession(TransferSession):
+class RedisTransferSession(HeldSession[str]):
     def __init__(self, conn: Connection, keys: QueueKeys, refuse_foreign: ForeignCheck) -> None:
         self._conn = conn
         self._keys = keys
         self._refuse_foreign = refuse_foreign
         self._name = "tqadmin:" + consumer_name()
-        self._held: dict[str, None] = {}  # fetched, not yet acked or released, in fetch order
-        self._handed_out = 0
-        self._renewed_at = time.monotonic()
-        self._closed = False
         self._open()
         self._stale = deque(self._claim_stale())
         [takeable] = conn.run(
             [(scripts.TAKEABLE_COUNT, (keys.stream,), (GROUP, RELEASED))],
         )
-        self._count = len(self._stale) + int(takeable)
+        super().__init__(len(self._stale) + int(takeable), lease_s=ADMIN_LEASE_S)
 
     def _open(self) -> None:
         with self._conn.translated():
@@ -78,14 +73,7 @@ class RedisTransferSession(TransferSession):
             if cursor == "-":
                 return claimed
 
-    def count_at_start(self) -> int:
-        return self._count
-
-    def fetch(self, limit: int) -> Sequence[Delivery]:
-        self._renew_if_due()
-        want = min(limit, self._count - self._handed_out)
-        if want <= 0:
-            return []
+    def take(self, want: int) -> Sequence[Delivery]:
         taken = self._stale_entries(want)
         if len(taken) < want:
             with self._conn.translated():
@@ -94,10 +82,6 @@ class RedisTransferSession(TransferSession):
                 )
             for _stream, items in read or ():
                 taken.extend(Delivery(to_message(i, f, 0), text(i)) for i, f in items if f)
-        for delivery in taken:
-            assert isinstance(delivery.token, str)
-            self._held[delivery.token] = None
-        self._handed_out += len(taken)
         return taken
 
     def _stale_entries(self, want: int) -> list[Delivery]:
@@ -110,16 +94,21 @@ class RedisTransferSession(TransferSession):
             for entry_id in ids:
                 pipe.xrange(self._keys.stream, entry_id, entry_id)
             found = pipe.execute()
-        taken = []
-        for entry_id, entries in zip(ids, found, strict=True):
-            if entries:
-                taken.append(Delivery(to_message(entry_id, entries[0][1], 0), entry_id))
-            else:
-                self._handed_out += 1  # gone: counted as fetched so the session does not wait for it
+        taken = [
+            Delivery(to_message(entry_id, entries[0][1], 0), entry_id)
+            for entry_id, entries in zip(ids, found, strict=True)
+            if entries
+        ]
+        self.passed_over(len(ids) - len(taken))
         return taken
 
-    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
-        self._renew_if_due()
+    def token(self, delivery: Delivery) -> str | None:
+        return delivery.token if isinstance(delivery.token, str) else None
+
+    def key(self, token: str) -> str:
+        return token
+
+    def publish(self, items: Sequence[tuple[str, Message]]) -> None:
         by_queue: dict[str, list[Message]] = defaultdict(list)
         for queue, message in items:
             by_queue[queue].append(message)
@@ -142,44 +131,29 @@ class RedisTransferSession(TransferSession):
                     " the originals were left in place"
                 )
 
-    def ack(self, deliveries: Sequence[Delivery]) -> None:
-        ids = self._settle(deliveries)
-        for start in range(0, len(ids), CHUNK):
+    def remove(self, tokens: Sequence[str]) -> None:
+        for start in range(0, len(tokens), CHUNK):
             self._conn.run_one(
-                (scripts.ACK, (self._keys.stream,), (GROUP, self._name, *ids[start : start + CHUNK]))
+                (scripts.ACK, (self._keys.stream,), (GROUP, self._name, *tokens[start : start + CHUNK]))
             )
 
-    def release(self, deliveries: Sequence[Delivery]) -> None:
-        self._give_back(self._settle(deliveries))
-
-    def _give_back(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), CHUNK):
-            chunk = ids[start : start + CHUNK]
+    def give_back(self, tokens: Sequence[str]) -> None:
+        for start in range(0, len(tokens), CHUNK):
+            chunk = tokens[start : start + CHUNK]
             self._conn.run_one((scripts.RELEASE, (self._keys.stream,), (GROUP, self._name, RELEASED, *chunk)))
 
-    def _settle(self, deliveries: Sequence[Delivery]) -> list[str]:
-        ids = [d.token for d in deliveries if isinstance(d.token, str) and d.token in self._held]
-        for entry_id in ids:
-            del self._held[entry_id]
-        return ids
-
-    def _renew_if_due(self) -> None:
-        if time.monotonic() - self._renewed_at < RENEW_EVERY_S:
-            return
-        held = list(self._held)
-        for start in range(0, len(held), CHUNK):
-            chunk = held[start : start + CHUNK]
-            self._conn.run_one((scripts.EXTEND, (self._keys.stream,), (GROUP, self._name, *chunk)))
-        self._renewed_at = time.monotonic()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        left = list(self._held) + list(self._stale)
-        self._held.clear()
+    def give_back_all(self, tokens: Sequence[str]) -> None:
+        """What it holds, and the entries taken over at the start and never fetched."""
+        left = [*tokens, *self._stale]
         self._stale.clear()
-        self._give_back(left)
+        self.give_back(left)
+
+    def renew(self, tokens: Sequence[str]) -> None:
+        for start in range(0, len(tokens), CHUNK):
+            chunk = tokens[start : start + CHUNK]
+            self._conn.run_one((scripts.EXTEND, (self._keys.stream,), (GROUP, self._name, *chunk)))
+
+    def disconnect(self) -> None:
         self._conn.run_one(
             (scripts.FORGET_CONSUMER, (self._keys.stream, self._keys.consumers), (GROUP, self._name))
         )

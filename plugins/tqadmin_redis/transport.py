@@ -8,7 +8,6 @@ would drop entries nobody has run.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -59,18 +58,13 @@ class RedisTransport(BrokerTransport):
         with self.conn.translated():
             self.conn.client.sadd(layout.registry, queue)
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
+        """One pipeline per ``window`` messages."""
         publish_options(options, TRANSPORT_CAPABILITIES, "Redis")
         outcomes = [Outcome.FAILED] * len(messages)
-        size = max(1, min(window, int(rate / 10) if rate else window))
-        started = time.monotonic()
+        size = max(1, window)
         error: TqadminError | None = None
         for start in range(0, len(messages), size):
             chunk = messages[start : start + size]
@@ -85,10 +79,6 @@ class RedisTransport(BrokerTransport):
                     error = error or Nacked(f"{self.conn.where} refused a message: {detail(result)}")
                 else:
                     outcomes[start + offset] = Outcome.CONFIRMED
-            if rate:
-                ahead = (start + len(chunk)) / rate - (time.monotonic() - started)
-                if ahead > 0:
-                    time.sleep(ahead)
         return PublishResult(tuple(outcomes), error)
 
     def _publish_chunk(self, chunk: Sequence[Outgoing]) -> list[object]:

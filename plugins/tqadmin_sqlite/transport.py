@@ -40,19 +40,14 @@ class SQLiteTransport(BrokerTransport):
             rows.register(tx, queue, dlq_name(queue))
             rows.register(tx, dlq_name(queue), None)
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
+        """One transaction per ``window`` messages."""
         publish_options(options, TRANSPORT_CAPABILITIES, "the SQLite broker")
         outcomes: list[Outcome] = []
         error: TqadminError | None = None
-        started = time.monotonic()
-        step = max(1, min(window, int(rate / 10) or 1) if rate else window)
+        step = max(1, window)
         for start in range(0, len(messages), step):
             batch = messages[start : start + step]
             try:
@@ -61,10 +56,6 @@ class SQLiteTransport(BrokerTransport):
             except TqadminError as exc:
                 error = error or exc
                 outcomes += [Outcome.FAILED] * len(batch)
-            if rate:
-                ahead = len(outcomes) / rate - (time.monotonic() - started)
-                if ahead > 0:
-                    time.sleep(ahead)
         return PublishResult(tuple(outcomes), error)
 
     def _publish_batch(self, batch: Sequence[Outgoing]) -> None:

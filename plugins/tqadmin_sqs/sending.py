@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -79,19 +78,13 @@ class Sender:
         self.place = place
         self.parallel = max(1, parallel)
 
-    def send(self, messages: Sequence[Outgoing], rate: float | None = None) -> list[Sent]:
+    def send(self, messages: Sequence[Outgoing]) -> list[Sent]:
         """Each message's outcome, in order."""
         results: list[Sent | None] = [None] * len(messages)
         batches = self._batches(messages, results)
-        started = time.monotonic()
-        if self.parallel == 1 or len(batches) <= 1 or rate:
+        if self.parallel == 1 or len(batches) <= 1:
             for batch in batches:
                 self._send_batch(messages, batch, results)
-                if rate:
-                    sent = sum(r is not None for r in results)
-                    ahead = sent / rate - (time.monotonic() - started)
-                    if ahead > 0:
-                        time.sleep(ahead)
         else:
             with ThreadPoolExecutor(self.parallel, thread_name_prefix="tq-sqs-send") as pool:
                 list(pool.map(lambda batch: self._send_batch(messages, batch, results), batches))

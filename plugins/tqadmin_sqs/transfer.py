@@ -9,13 +9,13 @@ the session keeps its newest receipt, and deletes the repeat of one it already m
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tqadmin.errors import BrokerError, Nacked, QueueNotFound, Unroutable
-from tqadmin.plugin.base import Delivery, TransferSession
+from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.sessions import HeldSession
 from tqadmin.plugin.transport import Outcome
 from tqadmin_sqs.client import translated
 from tqadmin_sqs.codec import to_message
@@ -25,18 +25,16 @@ from tqadmin_sqs.sending import Outgoing, Sender
 from tqadmin_sqs.settling import settle_batch
 
 VISIBILITY_S = 60  # how long a fetched message stays hidden without renewal (a killed session: back after it)
-RENEW_WITHIN_S = 30
 WAIT_S = 1  # a receive waits this long for messages before the queue counts as drained
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Token:
     message_id: str
     receipt: str
-    deadline: float
 
 
-class SqsTransferSession(TransferSession):
+class SqsTransferSession(HeldSession[_Token]):
     def __init__(self, queues: Queues, queue: str, bounded: bool = True) -> None:
         self._queues = queues
         self._client = queues.client
@@ -46,19 +44,12 @@ class SqsTransferSession(TransferSession):
             attributes = self._client.get_queue_attributes(
                 QueueUrl=self._info.url, AttributeNames=["ApproximateNumberOfMessages"]
             )["Attributes"]
-        self._count = int(attributes.get("ApproximateNumberOfMessages", 0))
-        self._bounded = bounded
-        self._held: dict[str, _Token] = {}  # message id -> token: handed out, not deleted or given back
         self._seen: set[str] = set()  # every message id handed out in this session
         self._deleted: set[str] = set()
-        self._closed = False
+        count = int(attributes.get("ApproximateNumberOfMessages", 0))
+        super().__init__(count, bounded=bounded, lease_s=VISIBILITY_S)
 
-    def count_at_start(self) -> int:
-        return self._count
-
-    def fetch(self, limit: int) -> Sequence[Delivery]:
-        self._renew()
-        want = min(limit, self._count - len(self._seen)) if self._bounded else limit
+    def take(self, want: int) -> Sequence[Delivery]:
         taken: list[Delivery] = []
         while len(taken) < want:
             fresh = self._receive(min(RECEIVE_BATCH, want - len(taken)))
@@ -69,7 +60,6 @@ class SqsTransferSession(TransferSession):
 
     def _receive(self, count: int) -> list[Delivery] | None:
         """New deliveries of one receive (maybe none, when all were repeats); ``None`` when drained."""
-        asked_at = time.monotonic()
         with translated(self._place, self._info.name):
             answer = self._client.receive_message(
                 QueueUrl=self._info.url,
@@ -84,24 +74,27 @@ class SqsTransferSession(TransferSession):
         fresh: list[Delivery] = []
         repeats: list[str] = []
         for raw in received:
-            message_id = str(raw["MessageId"])
-            token = _Token(message_id, str(raw["ReceiptHandle"]), asked_at + VISIBILITY_S)
-            if message_id in self._deleted:
+            token = _Token(str(raw["MessageId"]), str(raw["ReceiptHandle"]))
+            if token.message_id in self._deleted:
                 repeats.append(token.receipt)
-            elif message_id in self._seen:
-                if message_id in self._held:
-                    self._held[message_id] = token
+            elif token.message_id in self._seen:
+                if token.message_id in self.held:
+                    self.held[token.message_id] = token  # its newest receipt is the one that settles it
             else:
-                self._seen.add(message_id)
-                self._held[message_id] = token
+                self._seen.add(token.message_id)
                 fresh.append(Delivery(to_message(raw), token))
         if repeats:
-            self._settle(repeats, None)
+            self._settle_receipts(repeats, None)
         return fresh
 
-    def publish_confirmed(self, items: Sequence[tuple[str, Message]]) -> None:
-        if not items:
-            return
+    def token(self, delivery: Delivery) -> _Token:
+        assert isinstance(delivery.token, _Token)
+        return delivery.token
+
+    def key(self, token: _Token) -> str:
+        return token.message_id
+
+    def publish(self, items: Sequence[tuple[str, Message]]) -> None:
         outgoing = []
         for queue, message in items:
             try:
@@ -123,44 +116,21 @@ class SqsTransferSession(TransferSession):
                 " their originals were left in place"
             )
 
-    def ack(self, deliveries: Sequence[Delivery]) -> None:
-        tokens = self._take(deliveries)
+    def remove(self, tokens: Sequence[_Token]) -> None:
         self._deleted.update(t.message_id for t in tokens)
-        self._settle([t.receipt for t in tokens], None)
+        self._settle_receipts([t.receipt for t in tokens], None)
 
-    def release(self, deliveries: Sequence[Delivery]) -> None:
-        self._settle([t.receipt for t in self._take(deliveries)], 0)
+    def give_back(self, tokens: Sequence[_Token]) -> None:
+        self._settle_receipts([t.receipt for t in tokens], 0)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        held, self._held = list(self._held.values()), {}
-        self._settle([t.receipt for t in held], 0)
-
-    def _take(self, deliveries: Sequence[Delivery]) -> list[_Token]:
-        taken = []
-        for delivery in deliveries:
-            token = delivery.token
-            assert isinstance(token, _Token)
-            current = self._held.pop(token.message_id, None)
-            if current is not None:
-                taken.append(current)
-        return taken
-
-    def _renew(self) -> None:
-        """Keep what this session holds hidden while it runs."""
-        soon = time.monotonic() + RENEW_WITHIN_S
-        due = [t for t in self._held.values() if t.deadline < soon]
-        asked_at = time.monotonic()
-        for start in range(0, len(due), RECEIVE_BATCH):
-            batch = due[start : start + RECEIVE_BATCH]
+    def renew(self, tokens: Sequence[_Token]) -> None:
+        """Keep what this session holds hidden while it runs (a refused renewal: that one may come back)."""
+        for start in range(0, len(tokens), RECEIVE_BATCH):
+            receipts = [t.receipt for t in tokens[start : start + RECEIVE_BATCH]]
             with translated(self._place, self._info.name):
-                ok, _ = settle_batch(self._client, self._info.url, [t.receipt for t in batch], VISIBILITY_S)
-            for index in ok:
-                batch[index].deadline = asked_at + VISIBILITY_S
+                settle_batch(self._client, self._info.url, receipts, VISIBILITY_S)
 
-    def _settle(self, receipts: Sequence[str], visibility_s: int | None) -> None:
+    def _settle_receipts(self, receipts: Sequence[str], visibility_s: int | None) -> None:
         refused = 0
         failure = None
         for start in range(0, len(receipts), RECEIVE_BATCH):

@@ -32,13 +32,8 @@ class SqsTransport(BrokerTransport):
     def declare(self, queue: str) -> None:
         self.queues.declare(queue)
 
-    def publish(
-        self,
-        messages: Sequence[Addressed],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Addressed], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         publish_options(options, TRANSPORT_CAPABILITIES, "SQS")
         outcomes: list[Outcome | None] = [None] * len(messages)
@@ -53,7 +48,7 @@ class SqsTransport(BrokerTransport):
                 continue
             resolved.append((index, Outgoing(info, message)))
         sender = Sender(self.client, self.place, parallel=max(1, min(8, window // 10)))
-        for (index, _), sent in zip(resolved, sender.send([o for _, o in resolved], rate), strict=True):
+        for (index, _), sent in zip(resolved, sender.send([o for _, o in resolved]), strict=True):
             outcomes[index] = sent.outcome
             first_error = first_error or sent.error
         return PublishResult(tuple(o or Outcome.FAILED for o in outcomes), first_error)

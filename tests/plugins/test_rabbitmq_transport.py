@@ -218,6 +218,21 @@ def test_a_paced_publish_still_confirms_every_job(queue: str, tmp_path: Path, is
     assert sorted(p.message_id for p, _ in drain(queue)) == sorted(ids)
 
 
+def test_a_paced_publish_sends_its_batches_on_one_connection(queue: str, proxy: AmqpProxy) -> None:
+    t = transport(proxy.url())
+    try:
+        t.declare(queue)
+        before = proxy.connections
+        messages = [(queue, Message(b"{}", id=f"{queue}-{i}")) for i in range(30)]
+        result = t.publish(messages, rate=100.0)  # three batches, a tenth of a second apart
+        again = t.publish(messages[:1])  # a second publish soon after: the same connection too
+    finally:
+        t.close()
+    assert result.all_confirmed and again.all_confirmed
+    assert proxy.connections == before + 1
+    assert len(drain(queue)) == 31
+
+
 def test_a_broker_that_cannot_be_reached_is_exit_3_with_every_job_reported_failed(
     tmp_path: Path, isolated_env: Path
 ) -> None:

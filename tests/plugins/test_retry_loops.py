@@ -101,7 +101,7 @@ def test_the_rabbitmq_consumer_reconnects_through_5000_failed_connections() -> N
 def test_the_rabbitmq_publisher_reconnects_through_5000_failed_connections_then_reports() -> None:
     time = FakeTime()
     message = Addressed("", "q", Message(b"{}", {}, {}, "job-1"))
-    run = PublishRun("amqp://guest:guest@127.0.0.1:1/", 10**9, [message], 8, None)
+    run = PublishRun("amqp://guest:guest@127.0.0.1:1/", 10**9, [message], 8)
     run.retrying = time.retrying()
     failing = Failing(lambda: ValueError("unused"), lambda: None)
 
@@ -119,7 +119,7 @@ def test_the_rabbitmq_publisher_reconnects_through_5000_failed_connections_then_
 def test_the_rabbitmq_publisher_gives_up_once_it_failed_for_its_timeout() -> None:
     time = FakeTime()
     message = Addressed("", "q", Message(b"{}", {}, {}, "job-1"))
-    run = PublishRun("amqp://guest:guest@127.0.0.1:1/", 60, [message], 8, None)
+    run = PublishRun("amqp://guest:guest@127.0.0.1:1/", 60, [message], 8)
     run.retrying = time.retrying()
 
     def run_once() -> BaseException:

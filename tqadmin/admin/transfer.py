@@ -25,6 +25,7 @@ from tqadmin.plugin.models import (
     ActionReport,
     Message,
 )
+from tqadmin.plugin.pacing import Pacer
 
 DEFAULT_WINDOW = 500
 PROGRESS_EVERY_S = 1.0
@@ -85,30 +86,6 @@ class TransferOutcome:
 
     report: ActionReport
     error: TqadminError | None = None
-
-
-class Pacer:
-    """``--rate R``: sleep so that ``n`` messages take at least ``n / R`` seconds from the start."""
-
-    def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic) -> None:
-        self._rate = rate
-        self._clock = clock
-        self._start = clock()
-        self._count = 0
-
-    def batch_size(self, window: int) -> int:
-        """Small batches under a rate limit, so the pace is smooth rather than bursts of a window."""
-        if self._rate is None:
-            return window
-        return max(1, min(window, int(self._rate / 10) or 1))
-
-    def took(self, n: int) -> None:
-        self._count += n
-        if self._rate is None:
-            return
-        ahead = self._count / self._rate - (self._clock() - self._start)
-        if ahead > 0:
-            time.sleep(ahead)
 
 
 def transfer(

@@ -27,6 +27,7 @@ from tqadmin.plugin.models import (
     QueueListing,
     QueueStats,
 )
+from tqadmin.plugin.sessions import CappedSession, HeldSession
 from tqadmin.plugin.transport import (
     BrokerTransport,
     Consumer,
@@ -52,10 +53,12 @@ __all__ = [
     "BrokerPlugin",
     "BrokerTransport",
     "Capabilities",
+    "CappedSession",
     "Closing",
     "Consumer",
     "DeathRecord",
     "Delivery",
+    "HeldSession",
     "Message",
     "Operation",
     "Outcome",

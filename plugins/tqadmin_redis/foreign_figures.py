@@ -1,0 +1,182 @@
+"""The figures of other frameworks' queues, in two or three pipelines however many there are.
+
+Depth from the lists and sorted sets themselves; in flight from each framework's own record of started jobs
+(RQ's ``wip`` registry, kombu's ``unacked`` hash); the oldest job's age where the job says when it was
+enqueued (RQ, Sidekiq); consumer groups' pending and lag for a stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from tqadmin.plugin.bodies import load_json
+from tqadmin.plugin.models import QueueStats
+from tqadmin.redis_client import text
+from tqadmin_redis.connection import Connection
+from tqadmin_redis.foreign_kinds import CELERY, RQ, SIDEKIQ, STREAM, Foreign
+
+KOMBU_UNACKED_LIMIT = 1000  # above this many unacked Celery messages, they are not attributed to queues
+MILLISECONDS_FROM = 1e11  # a Sidekiq time past this is milliseconds (Sidekiq 8)
+
+
+def stats(conn: Connection, queues: Sequence[Foreign], now_s: float) -> list[QueueStats]:
+    """The figures of ``queues``: one pipeline of counts, one of oldest jobs."""
+    if not queues:
+        return []
+    with conn.translated():
+        pipe = conn.client.pipeline(transaction=False)
+        for f in queues:
+            _queue_counts(pipe, f)
+        replies = pipe.execute(raise_on_error=False)
+        unacked = _celery_unacked(conn, queues)
+        ages = _ages(conn, queues, now_s)
+    rows = []
+    at = 0
+    for f in queues:
+        width = _count_width(f)
+        rows.append((f, [r if not isinstance(r, Exception) else None for r in replies[at : at + width]]))
+        at += width
+    depth_of = {f.name: counts[0] or 0 for f, counts in rows}
+    found = (_to_stats(f, counts, unacked.get(f.name, 0), ages.get(f.name), depth_of) for f, counts in rows)
+    return [stat for stat in found if stat is not None]
+
+
+def _celery_unacked(conn: Connection, queues: Sequence[Foreign]) -> dict[str, int]:
+    """kombu keeps every unacked message of every queue in one hash, ``[payload, exchange, routing
+    key]``: counted per queue by routing key when there are few (the usual case: prefetched tasks)."""
+    counted: dict[str, int] = {}
+    by_hash: dict[str, dict[str, str]] = {}
+    for f in queues:
+        if f.kind == CELERY and f.started:
+            prefix = f.started.removesuffix("unacked")
+            by_hash.setdefault(f.started, {})[f.keys[0].removeprefix(prefix)] = f.name
+    for unacked, names in by_hash.items():
+        if conn.client.hlen(unacked) > KOMBU_UNACKED_LIMIT:
+            continue
+        for raw in conn.client.hvals(unacked):
+            try:
+                routing_key = load_json(raw)[2]
+            except (ValueError, IndexError, TypeError, KeyError):
+                continue
+            name = names.get(str(routing_key))
+            if name is not None:
+                counted[name] = counted.get(name, 0) + 1
+    return counted
+
+
+def _ages(conn: Connection, queues: Sequence[Foreign], now_s: float) -> dict[str, float]:
+    """How long the oldest job of each RQ and Sidekiq queue has waited (Celery's envelopes say not)."""
+    ages: dict[str, float] = {}
+    lists = [f for f in queues if f.kind in (RQ, SIDEKIQ) and f.key_type == "list"]
+    if not lists:
+        return ages
+    pipe = conn.client.pipeline(transaction=False)
+    for f in lists:
+        pipe.lindex(f.keys[0], -1 if f.newest_left else 0)
+    heads = pipe.execute()
+    rq_heads = [(f, text(h)) for f, h in zip(lists, heads, strict=True) if h is not None and f.kind == RQ]
+    for f, head in zip(lists, heads, strict=True):
+        if head is not None and f.kind == SIDEKIQ:
+            at = _sidekiq_time(head)
+            if at is not None:
+                ages[f.name] = max(0.0, round(now_s - at, 3))
+    if rq_heads:
+        pipe = conn.client.pipeline(transaction=False)
+        for _, job_id in rq_heads:
+            pipe.hget(f"rq:job:{job_id}", "enqueued_at")
+        for (f, _), stamp in zip(rq_heads, pipe.execute(), strict=True):
+            at = _iso_time(stamp)
+            if at is not None:
+                ages[f.name] = max(0.0, round(now_s - at, 3))
+    return ages
+
+
+def _count_width(f: Foreign) -> int:
+    if f.kind == STREAM:
+        return 2
+    if f.kind == RQ and f.key_type == "list":
+        return 5
+    return len(f.keys)
+
+
+def _queue_counts(pipe: Any, f: Foreign) -> None:
+    """Queue the count commands of ``f`` (as many as :func:`_count_width` says)."""
+    if f.kind == STREAM:
+        pipe.xlen(f.keys[0])
+        pipe.xinfo_groups(f.keys[0])
+        return
+    for key in f.keys:
+        if f.key_type == "zset":
+            pipe.zcard(key)
+        else:
+            pipe.llen(key)
+    if f.kind == RQ and f.key_type == "list":
+        pipe.zcard(f.started)
+        pipe.zcard(f.scheduled)
+        pipe.scard(f.workers)
+        pipe.zcard(f"rq:failed:{f.name.removeprefix('rq:')}")
+
+
+def _to_stats(
+    f: Foreign, counts: list[Any], unacked: int, age: float | None, depth_of: dict[str, int]
+) -> QueueStats | None:
+    """One row; ``None`` for a stream without consumer groups (a log, not a queue)."""
+    common: dict[str, Any] = {"name": f.name, "kind": f.kind, "read_only": f.read_only, "oldest_age_s": age}
+    if f.kind == STREAM:
+        length, groups = counts[0] or 0, counts[1] or []
+        if not groups:
+            return None
+        pending = sum(int(g.get("pending") or 0) for g in groups)
+        lags = [g.get("lag") for g in groups]
+        # lag is unknown after an XDEL (BROKERS.md trap 4): then what the group has not settled at most
+        ready = max(int(lag) if isinstance(lag, int) else length - pending for lag in lags)
+        consumers = sum(int(g.get("consumers") or 0) for g in groups)
+        return QueueStats(
+            messages=length, ready=max(ready, 0), unacked=pending, consumers=consumers, **common
+        )
+    if f.kind == RQ and f.key_type == "list":
+        waiting, started, scheduled, workers, failed = (c or 0 for c in counts)
+        return QueueStats(
+            messages=waiting + started,
+            ready=waiting,
+            unacked=started,
+            consumers=workers,
+            delayed=scheduled,
+            dlq=f.dlq,
+            dlq_messages=failed,
+            **common,
+        )
+    depth = sum(c or 0 for c in counts)
+    dlq_messages = depth_of.get(f.dlq) if f.dlq else None
+    waiting = f.name in ("sidekiq:retry", "sidekiq:scheduled")  # each job waits for its time: none is ready
+    return QueueStats(
+        messages=depth + unacked,
+        ready=0 if waiting else depth,
+        unacked=unacked,
+        consumers=None,
+        delayed=depth if waiting else None,
+        dlq=f.dlq if dlq_messages is not None else None,
+        dlq_messages=dlq_messages,
+        **common,
+    )
+
+
+def _sidekiq_time(raw: bytes) -> float | None:
+    try:
+        value = load_json(raw).get("enqueued_at")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return value / 1000 if value > MILLISECONDS_FROM else float(value)
+
+
+def _iso_time(raw: bytes | None) -> float | None:
+    if not raw:
+        return None
+    try:
+        return datetime.fromisoformat(text(raw).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
