@@ -2,8 +2,8 @@
 
 Its deliveries are leased (``TransportCapabilities.leased``): one not acked, retried, dead-lettered or
 extended within ``lease_s`` goes back to the queue by itself, and its token no longer settles it. The
-broker settles at once, in the caller's thread, and its own clock (a test's fake one) says whether a lease
-is still held. So a consumer that dies loses nothing: :meth:`MemoryConsumer.crash` acts out that death for
+broker fences every settlement by that token itself, at once, in the caller's thread, and its own clock (a
+test's fake one) says whether a lease is still held: the base only counts the prefetch window here. So a consumer that dies loses nothing: :meth:`MemoryConsumer.crash` acts out that death for
 tests (the loop ends, nothing is settled or released, the leases run out).
 """
 
@@ -62,11 +62,17 @@ class MemoryConsumer(LeasedConsumer):
         self.drained()
         self.stop()
 
+    def alive(self, delivery: Delivery) -> bool:
+        return self.broker.holds(delivery)
+
     def ack(self, delivery: Delivery) -> bool:
-        return self.take(delivery) is not None and not self.broker.ack([delivery])
+        self.take(delivery)
+        return not self.broker.ack([delivery])
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
-        self.broker.release([d for d in deliveries if self.take(d) is not None])
+        for delivery in deliveries:
+            self.take(delivery)
+        self.broker.release(deliveries)
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
         return self._forward(delivery, self.queue, headers, delay_s)
@@ -76,7 +82,6 @@ class MemoryConsumer(LeasedConsumer):
 
     def _forward(self, delivery: Delivery, queue: str, headers: Mapping[str, Any], delay_s: float) -> bool:
         """The body byte for byte, the headers updated, in place of the original (one step here)."""
-        if self.take(delivery) is None:
-            return False
+        self.take(delivery)
         copy = replace(delivery.message, headers={**delivery.message.headers, **headers})
         return self.broker.forward(delivery, queue, copy, delay_s)
