@@ -138,12 +138,12 @@ class LeasedConsumer(Consumer):
                 self.opened()
                 while not self._finished():
                     self.background.check()
-                    for delivery in self._turn():
+                    for delivery in self._one_turn():
                         on_message(delivery)
         finally:
             self.closed()
 
-    def _turn(self) -> list[Delivery]:
+    def _one_turn(self) -> list[Delivery]:
         room = 0 if self._stop.is_set() else self.room()
         try:
             deliveries = self.fetch(room)
