@@ -3,8 +3,9 @@
 Its deliveries are leased (``TransportCapabilities.leased``): one not acked, retried, dead-lettered or
 extended within ``lease_s`` goes back to the queue by itself, and its token no longer settles it. The
 broker fences every settlement by that token itself, at once, in the caller's thread, and its own clock (a
-test's fake one) says whether a lease is still held: the base only counts the prefetch window here. So a consumer that dies loses nothing: :meth:`MemoryConsumer.crash` acts out that death for
-tests (the loop ends, nothing is settled or released, the leases run out).
+test's fake one) says whether a lease is still held: the base only counts the prefetch window here. So a
+consumer that dies loses nothing: :meth:`MemoryConsumer.crash` acts out that death for tests (the loop
+ends, nothing is settled or released, the leases run out).
 """
 
 from __future__ import annotations
