@@ -51,15 +51,6 @@ RECEIVE_ATTRIBUTES: dict[str, Any] = {
 }
 
 
-class _Token:
-    """A receipt handle: the delivery's fencing token (its deadline is the leased base's)."""
-
-    __slots__ = ("receipt",)
-
-    def __init__(self, receipt: str) -> None:
-        self.receipt = receipt
-
-
 def visibility_for(seconds: float) -> int:
     return max(1, min(MAX_VISIBILITY_S, math.ceil(seconds)))
 
@@ -159,7 +150,7 @@ class SqsConsumer(LeasedConsumer):
         # A long poll hands messages over when it answers, so the visibility runs from about now; the
         # safety margin covers the answer's way back. They count against the prefetch from now on.
         deliveries = [
-            Delivery(to_message(raw), _Token(raw["ReceiptHandle"])) for raw in answer.get("Messages", [])
+            Delivery(to_message(raw), str(raw["ReceiptHandle"])) for raw in answer.get("Messages", [])
         ]
         self.hold(deliveries, time.monotonic() + self.visibility_s)
         return deliveries
@@ -179,38 +170,39 @@ class SqsConsumer(LeasedConsumer):
 
     def _defer(self, delivery: Delivery, wait_s: float) -> None:
         """A copy that came before it is due: hidden again (FIFO) or sent again for the rest of its wait."""
-        token = self._token(delivery)
+        receipt = self._receipt(delivery)
         assert self._settler is not None
         if self.queue.fifo:
-            self._settler.change_visibility([token.receipt], visibility_for(wait_s))
+            self._settler.change_visibility([receipt], visibility_for(wait_s))
             return
         copy = Outgoing(self.queue, delivery.message, delay_for(min(wait_s, MAX_DELAY_S)), copy=True)
         if self._sender.send([copy])[0].outcome is Outcome.CONFIRMED:
-            self._settler.delete(token.receipt, wait=True)
+            self._settler.delete(receipt, wait=True)
 
     # -- any thread ----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _token(delivery: Delivery) -> _Token:
+    def _receipt(delivery: Delivery) -> str:
+        """A delivery's token: the receipt handle of the receive that brought it."""
         token = delivery.token
-        assert isinstance(token, _Token)
+        assert isinstance(token, str)
         return token
 
     def ack(self, delivery: Delivery) -> bool:
         token = self.take(delivery)
-        if not isinstance(token, _Token) or self._settler is None:
+        if not isinstance(token, str) or self._settler is None:
             return False
-        self._settler.delete(token.receipt)
+        self._settler.delete(token)
         return True
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
-        taken = [t for t in map(self.take, deliveries) if isinstance(t, _Token)]
+        taken = [t for t in map(self.take, deliveries) if isinstance(t, str)]
         if taken and self._settler is not None:
-            self._settler.change_visibility([t.receipt for t in taken], 0)
+            self._settler.change_visibility(taken, 0)
 
     def _give_back(self, deliveries: Sequence[Delivery]) -> None:
         """Deliveries never handed out (received while stopping): visible again at once."""
-        receipts = [self._token(d).receipt for d in deliveries]
+        receipts = [self._receipt(d) for d in deliveries]
         for start in range(0, len(receipts), RECEIVE_BATCH):
             try:
                 settle_batch(self.client, self.queue.url, receipts[start : start + RECEIVE_BATCH], 0)
@@ -220,7 +212,7 @@ class SqsConsumer(LeasedConsumer):
                 )
 
     def renew(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
-        receipts = [self._token(d).receipt for d in deliveries]
+        receipts = [self._receipt(d) for d in deliveries]
         try:
             ok, _ = settle_batch(self.client, self.queue.url, receipts, visibility_for(lease_s))
         except Exception as exc:
@@ -269,6 +261,6 @@ class SqsConsumer(LeasedConsumer):
             self.release([delivery])
             return False
         token = self.take(delivery)
-        if not isinstance(token, _Token) or self._settler is None:
+        if not isinstance(token, str) or self._settler is None:
             return False  # its visibility ran out meanwhile: the original comes back, dedup absorbs it
-        return self._settler.delete(token.receipt, wait=True)
+        return self._settler.delete(token, wait=True)
