@@ -200,17 +200,22 @@ class LeasedConsumer(Consumer):
     def queued(self, limit: int | None = None) -> Iterator[tuple[list[object], list[object]]]:
         """The queued acks and releases (tokens), taken off the queue; put back in front if the block
         fails, so that they are sent on a later turn."""
-        with self._cond:
-            acks, self._acks = self._acks[:limit], self._acks[len(self._acks) if limit is None else limit :]
-            gives = self._releases[:limit]
-            self._releases = self._releases[len(gives) :]
+        acks, releases = self._dequeue(limit)
         try:
-            yield acks, gives
+            yield acks, releases
         except BaseException:
-            self._requeue(acks, gives)
+            self._requeue(acks, releases)
             raise
 
+    def _dequeue(self, limit: int | None) -> tuple[list[object], list[object]]:
+        """Up to ``limit`` queued acks and as many releases, off the queue."""
+        with self._cond:
+            acks, releases = self._acks[:limit], self._releases[:limit]
+            del self._acks[: len(acks)], self._releases[: len(releases)]
+        return acks, releases
+
     def _requeue(self, acks: list[object], releases: list[object]) -> None:
+        """Put settles that did not go through back in front of the queue."""
         with self._cond:
             self._acks[:0] = acks
             self._releases[:0] = releases
@@ -227,23 +232,21 @@ class LeasedConsumer(Consumer):
                 if self._drained.is_set() and not self._acks and not self._releases:
                     self._settled.set()
                     return
+            acks, releases = self._dequeue(self.settle_batch)
             try:
-                with self.queued(self.settle_batch) as (acks, releases):
-                    self.settle(acks, releases)
-                self.settle_retrying.succeeded()
+                self.settle(acks, releases)
             except TqadminError as exc:
                 delay = self.settle_retrying.failed()
                 if self._drained.is_set() and self.settle_retrying.failures > SETTLE_TRIES_WHEN_DRAINED:
-                    with self.queued(self.settle_batch) as (given_up, _releases):
-                        log.warning(
-                            "%s: %s; %d acks not sent (those jobs will run again)",
-                            self.broker_name,
-                            exc,
-                            len(given_up),
-                        )
+                    log.warning(
+                        "%s: %s; %d acks not sent (those jobs run again)", self.broker_name, exc, len(acks)
+                    )
                     continue
+                self._requeue(acks, releases)
                 log.warning("%s: %s; acks are sent again shortly", self.broker_name, exc)
                 self.settle_retrying.wait(delay)
+                continue
+            self.settle_retrying.succeeded()
 
     # -- any thread -----------------------------------------------------------------------------------
 
