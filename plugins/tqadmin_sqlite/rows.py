@@ -39,7 +39,6 @@ class Token:
     before_ms: int
     until: float = 0.0
     until_ms: int = 0
-    settled: bool = False
 
     def leased(self, monotonic: float, wall_ms: int) -> bool:
         """Whether the lease is still this consumer's, by both clocks."""
