@@ -264,10 +264,18 @@ class LeasedConsumer(Consumer):
 
     def take(self, delivery: Delivery) -> object | None:
         """The delivery's token if it is still this consumer's to settle, no longer counted as held (its
-        settlement follows); ``None`` when it was settled already or its lease ended."""
+        settlement follows); ``None`` when it was settled already or its lease ended. The I/O turn is
+        woken: the window has room again."""
+        token = self._unhold(delivery)
+        with self._cond:
+            self._cond.notify_all()
+        return token
+
+    def _unhold(self, delivery: Delivery) -> object | None:
+        """:meth:`take` without waking the I/O turn, for a settle that queues the token and wakes it once
+        (two wake-ups an ack cost a write transaction each: one to claim into the slot, one for the ack)."""
         with self._cond:
             lease = self._held.pop(delivery.token, None)
-            self._cond.notify_all()
         if lease is None:
             return None
         if self.lease_ends_with_deadline and not self.within(delivery, lease.deadline):
@@ -289,21 +297,22 @@ class LeasedConsumer(Consumer):
         return not self.extend([delivery], self.lease_s)
 
     def ack(self, delivery: Delivery) -> bool:
-        token = self.take(delivery)
+        token = self._unhold(delivery)
+        with self._cond:
+            if token is not None:
+                self._acks.append(token)
+            self._cond.notify_all()  # the settle to send, or at least the slot freed
         if token is None:
             return False
-        with self._cond:
-            self._acks.append(token)
-            self._cond.notify_all()
         self.wake()
         return True
 
     def release(self, deliveries: Sequence[Delivery]) -> None:
-        tokens = [t for t in map(self.take, deliveries) if t is not None]
+        tokens = [t for t in map(self._unhold, deliveries) if t is not None]
+        with self._cond:
+            self._releases.extend(tokens)
+            self._cond.notify_all()  # the releases to send, or at least the slots freed
         if tokens:
-            with self._cond:
-                self._releases.extend(tokens)
-                self._cond.notify_all()
             self.wake()
 
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
