@@ -164,8 +164,8 @@ def rq_rate(client: redis.Redis, queue: str, jobs: int) -> float:
 
     rq_queue = Queue(queue, connection=client)
     pipe = client.pipeline()
-    for _ in range(jobs):
-        rq_queue.enqueue(rq_app.noop, pipeline=pipe)
+    for n in range(jobs):
+        rq_queue.enqueue(rq_app.noop, n, pipeline=pipe)
     pipe.execute()
     left = Left(lambda: int(client.llen(f"rq:queue:{queue}")) + int(client.zcard(f"rq:wip:{queue}")))
     return drain_rate(left, queue, jobs, spawn(sys.executable, str(APPS / "rq_app.py"), queue, REDIS_URL))
@@ -177,8 +177,8 @@ def dramatiq_rate(client: redis.Redis, namespace: str, jobs: int) -> float:
     os.environ.update(env)
     import dramatiq_redis_app
 
-    for _ in range(jobs):
-        dramatiq_redis_app.noop.send()
+    for n in range(jobs):
+        dramatiq_redis_app.noop.send(n)
     command = [sys.executable, "-m", "dramatiq", "dramatiq_redis_app", "--processes", "1"]
     left = Left(lambda: int(client.hlen(f"{namespace}:{queue}.msgs")))
     return drain_rate(left, queue, jobs, spawn(*command, env=env))
