@@ -161,10 +161,11 @@ def settle(
         runs = counts.runs()
         if runs != seen:
             moved_at, seen = now, runs
-        quiet = now - moved_at > QUIET_S
+        ended = process.poll() is not None  # a consumer that stops by itself has written its counts
+        quiet = ended or now - moved_at > QUIET_S
         if empty_at is not None and runs >= total and quiet and len(counts.counts()) >= total:
             return empty_at, []
-        if process.poll() is not None:
+        if ended:
             return empty_at, [f"the consumer exited (code {process.returncode}) before the jobs had run"]
         if now > deadline or (empty_at is not None and now - moved_at > STALL_S):
             return empty_at, [f"stopped waiting: {depth} left in the queue, {runs} of {total} executions"]
