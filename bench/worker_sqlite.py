@@ -4,8 +4,8 @@ file), dedup on and off, against Huey's SQLite storage and a batched SQLite clai
 Each consumer drains a fresh file pre-filled with N no-op jobs. Its peers are set up as tqadmin is and say
 so on their rows: Huey with as many worker threads as tqadmin has job threads, its durability set
 explicitly (``fsync=True``: synchronous=FULL; and synchronous=NORMAL, as tqadmin's file); the ceiling,
-``worker_apps/sqlite_loop.py``, claims and deletes in batches of tqadmin's prefetch, one transaction a turn, as tqadmin's consumer does
-(plugins/tqadmin_sqlite/consuming.py). Huey deletes a task when it dequeues it (no ack: a crash loses it),
+``worker_apps/sqlite_loop.py``, claims and deletes in batches of tqadmin's prefetch, one transaction a
+turn, as tqadmin's consumer does (plugins/tqadmin_sqlite/consuming.py). Huey deletes a task when it dequeues it (no ack: a crash loses it),
 so its job is settled when its task has returned; tqadmin keeps at-least-once with a lease and a token per
 row, and with dedup on completes every job in its store besides.
 
