@@ -139,9 +139,14 @@ def drain(
     remaining = left()
     if remaining:
         failures.append(f"{remaining} jobs left ready or unacked after the stop")
-    if failures or span is None or empty_at is None:
-        return Outcome(None, len(ran), runs, tuple(failures) or ("nothing ran",))
-    return Outcome(total / (max(span[1], empty_at) - span[0]), len(ran), runs, dlq_checked=dlq is not None)
+    elapsed = max(span[1], empty_at or 0.0) - span[0] if span is not None else 0.0
+    if not failures and elapsed <= 0:
+        failures.append(
+            f"no time between the first execution and the settle (span {span}, empty at {empty_at})"
+        )
+    if failures:
+        return Outcome(None, len(ran), runs, tuple(failures))
+    return Outcome(total / elapsed, len(ran), runs, dlq_checked=dlq is not None)
 
 
 def settle(

@@ -49,8 +49,8 @@ def _start(now: float) -> None:
     with _starting:
         if _owner[0] == os.getpid():
             return
+        _times[:] = [now, now]  # before the owner: a thread that sees the owner set updates only the last
         _owner[0] = os.getpid()
-        _times[:] = [now, now]
         threading.Thread(target=_flush, args=(Path(str(FOLDER)),), name="bench-counts", daemon=True).start()
 
 
