@@ -72,6 +72,7 @@ class Outcome:
     failures: tuple[str, ...] = ()
     trips_per_job: float | None = None
     dlq_checked: bool = False  # its framework has a dead-letter queue, found empty
+    calls_per_job: float | None = None  # the broker's API calls per job, where a bench counts them (SQS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ def row(contender: Contender, outcomes: Sequence[Outcome]) -> dict[str, object]:
     rates = [o.rate for o in outcomes if o.rate is not None]
     failures = sorted({f for o in outcomes for f in o.failures})
     trips = [o.trips_per_job for o in outcomes if o.trips_per_job is not None]
+    calls = [o.calls_per_job for o in outcomes if o.calls_per_job is not None]
     return {
         "label": contender.label,
         "peer": contender.peer,
@@ -75,6 +76,7 @@ def row(contender: Contender, outcomes: Sequence[Outcome]) -> dict[str, object]:
         "exactly_once_checked": contender.once,
         "dlq_checked": all(o.dlq_checked for o in outcomes),
         "store_round_trips_per_job": statistics.median(trips) if trips else None,
+        "api_calls_per_job": statistics.median(calls) if calls else None,
         "failed": failures,
     }
 
@@ -111,6 +113,8 @@ def print_report(title: str, rows: list[dict[str, object]], found: list[dict[str
         once = ", each once" if r["exactly_once_checked"] else ""
         trips = r["store_round_trips_per_job"]
         trips_text = "" if trips is None else f"; {trips:.3f} store round trips/job"
+        if r["api_calls_per_job"] is not None:
+            trips_text += f"; {r['api_calls_per_job']:.3f} API calls/job"
         dlq = "DLQ empty" if r["dlq_checked"] else "no DLQ"
         checked = f"{r['jobs_ran']:,} jobs ran{once}, {dlq}, none left{trips_text}"
         print(f"{head}  {r['median']:>9,.0f}  {spread:>17}  {checked}")
