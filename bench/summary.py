@@ -1,7 +1,7 @@
 """One summary of the worker benchmarks for every broker: runs them (``--run``) or reads the JSON each wrote
 (``--json``), prints one table, writes it as JSON, and regenerates the docs table from it.
 
-Each broker's bench (bench/worker.py, bench/worker_sqlite.py, bench/worker_redis.py, bench/worker_sqs.py) writes
+Each broker's bench (bench/worker.py, worker_sqlite.py, worker_redis.py, worker_sqs.py) writes
 ``RESULTS/<broker>.json``; this script gathers them into ``RESULTS/summary.json`` and rewrites the table
 between the markers in docs/benchmarks.md (the file and its markers are created when absent). A broker
 with a failed run is printed FAILED, its rows keep no rate, and the script exits 1.

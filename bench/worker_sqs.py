@@ -216,8 +216,8 @@ def main() -> int:
         bench.close()
     title = (
         f"SQS (moto's server on 127.0.0.1): {args.jobs} no-op jobs, {args.backlog} kept queued, median of"
-        f" {args.rounds} rounds in rotated order on a shared machine; target <= {CALLS_TARGET:g} API calls a job"
-        " (tqadmin)"
+        f" {args.rounds} rounds in rotated order on a shared machine;"
+        f" target for tqadmin <= {CALLS_TARGET:g} API calls a job"
     )
     return finish("sqs", args, found, results, TARGETS, title)
 
