@@ -44,6 +44,7 @@ STALL_S = 3.0  # the queue is empty and no job has run for this long: the rest w
 DEADLINE_S = 300.0
 BEFORE = " [before]"
 TQADMIN = "tqadmin"
+LOG = "consumer.log"
 CLOCK = "clock: first execution to the last job settled (start-up excluded)"
 
 Start = Callable[[Mapping[str, str]], "subprocess.Popen[bytes]"]
@@ -104,6 +105,12 @@ class Counts:
         for path in self.folder.glob("*.ids"):
             found.update(path.read_text().split())
         return found
+
+    def last_error(self) -> str:
+        """The consumer's last line on stderr."""
+        path = self.folder / LOG
+        lines = path.read_text(errors="replace").strip().splitlines() if path.exists() else []
+        return lines[-1].strip() if lines else "nothing on stderr"
 
     def span(self) -> tuple[float, float] | None:
         """The first and last execution, over every process."""
@@ -172,7 +179,8 @@ def settle(
         if empty_at is not None and runs >= total and quiet and len(counts.counts()) >= total:
             return empty_at, []
         if ended:
-            return empty_at, [f"the consumer exited (code {process.returncode}) before the jobs had run"]
+            code, said = process.returncode, counts.last_error()
+            return empty_at, [f"the consumer exited (code {code}) before the jobs had run: {said}"]
         if now > deadline or (empty_at is not None and now - moved_at > STALL_S):
             return empty_at, [f"stopped waiting: {depth} left in the queue, {runs} of {total} executions"]
         time.sleep(POLL_S)
@@ -189,11 +197,16 @@ def stop_process(process: subprocess.Popen[bytes], grace_s: float = 20) -> None:
 
 
 def spawn(*command: str, env: Mapping[str, str] | None = None) -> Start:
-    """A consumer's command, run with the worker apps importable and its output discarded."""
+    """A consumer's command, run with the worker apps importable; its stderr kept in the drain's folder
+    (``consumer.log``, what a failed run quotes), its stdout discarded."""
     base = {**os.environ, "PYTHONPATH": str(APPS), **(env or {})}
-    return lambda extra: subprocess.Popen(
-        command, env={**base, **extra}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+
+    def start(extra: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        folder = extra.get("BENCH_COUNTS")
+        with open(Path(folder) / LOG if folder else os.devnull, "wb") as log:
+            return subprocess.Popen(command, env={**base, **extra}, stdout=subprocess.DEVNULL, stderr=log)
+
+    return start
 
 
 def tqadmin_worker(broker: str, store: str, queue: str, *extra: str) -> list[str]:

@@ -61,3 +61,10 @@ def test_a_consumer_that_ends_by_itself_has_written_its_counts() -> None:
     script = "from counting import ran\nfor n in range(50): ran(n)"
     outcome = drain.drain(50, drain.spawn(sys.executable, "-c", script), lambda: 0)
     assert outcome.failures == () and outcome.ran == 50
+
+
+def test_a_consumer_that_dies_is_quoted() -> None:
+    script = "import sys\nsys.exit('no broker here')"
+    outcome = drain.drain(5, drain.spawn(sys.executable, "-c", script), lambda: 5)
+    assert outcome.rate is None
+    assert any("exited (code 1)" in f and "no broker here" in f for f in outcome.failures)
