@@ -1,26 +1,29 @@
 """Worker throughput on the local Redis: tqadmin against Celery, RQ and Dramatiq on Redis, and a raw loop.
 
-One run, same Redis, same machine. Each consumer drains a queue pre-filled with N no-op jobs; its rate is
-measured from its first consumed job to the empty queue (start-up excluded), by polling what it has left:
+Each consumer drains a queue pre-filled with N no-op jobs, set up as tqadmin is where its framework lets it
+(its set-up is printed on its row); what it has left is polled the way it keeps it:
 
-- tqadmin worker (dedup off and on): the stream's length (an entry is deleted when settled);
-- Celery on its Redis transport (``--pool solo``, acks_late): the list plus kombu's unacked hash;
-- RQ's SimpleWorker (no fork per job): the queue's list plus its started registry;
-- Dramatiq's RedisBroker (one process): its message hash (a message leaves it when acked);
+- tqadmin worker (dedup off and on): the stream's length (an entry is deleted when settled); its DLQ stream;
+- Celery on its Redis transport (acks_late), ``--pool solo`` and ``--pool threads -c N`` with N tqadmin's job
+  threads, the same prefetch window: the list plus kombu's unacked hash;
+- RQ's SimpleWorker (no fork per job, one at a time): the queue's list plus its started registry (a job is
+  settled in its finished registry); its failed registry must be empty;
+- Dramatiq's RedisBroker, one process with tqadmin's threads and prefetch: its message hash;
 - the ceiling, a raw redis-py ``XREADGROUP`` + ``XACK`` loop in batches of the prefetch: the group's lag
   plus pending.
 
-    python bench/worker_redis.py [--jobs N] [--concurrency C] [--dedup-concurrency C] [--prefetch P]
+Every job is counted in its consumer's process and checked after the stop (bench/drain.py); three rounds by
+default, the order rotated each round; medians and min-max spreads; ``--json PATH`` for bench/summary.py.
 
-:func:`run` returns the rows (label, jobs per second) and :func:`ratios` the ratios against the targets,
-for a report that gathers every broker.
+    python bench/worker_redis.py [--jobs N] [--rounds R] [--concurrency C] [--prefetch P] [--json PATH]
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -29,19 +32,23 @@ sys.path.insert(0, str(Path(__file__).parent))  # bench/ is not a package
 
 from drain import (
     APPS,
-    CHECKOUT,
-    Left,
-    Sample,
+    TQADMIN,
+    Contender,
+    Outcome,
+    Setup,
     arguments,
     bench_path,
-    celery_solo,
-    drain_rate,
+    celery_setups,
+    celery_worker,
+    drain,
     fill_celery,
-    report,
+    parse,
     spawn,
-    tqadmin_sample,
+    tqadmin_drain,
+    tqadmin_setup,
     tqadmin_worker,
 )
+from rounds import Target, finish, groups, run_rounds
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
@@ -53,85 +60,150 @@ RQ_JOBS_MAX = 5000  # RQ is an order of magnitude slower: fewer jobs give its ra
 
 TQ_OFF, TQ_ON = "tqadmin worker, dedup off", "tqadmin worker, dedup on"
 CELERY, RQ, DRAMATIQ, RAW = (
-    "Celery on Redis, --pool solo, acks_late",
+    "Celery on Redis",
     "RQ SimpleWorker",
-    "Dramatiq RedisBroker, 1 process",
-    "raw redis-py XREADGROUP + XACK loop",
+    "Dramatiq RedisBroker",
+    "raw XREADGROUP loop",
 )
-
-
-Row = tuple[str, float]
-"""A consumer and its jobs per second."""
+TARGETS: list[Target] = [
+    (TQ_OFF, CELERY, 3.0),
+    (TQ_OFF, RAW, 0.5),
+    (TQ_ON, CELERY, 1.5),
+    (TQ_ON, TQ_OFF, 0.7),
+    (TQ_OFF, RQ, None),
+    (TQ_OFF, DRAMATIQ, None),
+]
 
 bench_path()
 
 
-def tqadmin_redis(
-    prefix: str, jobs: int, extra: list[str], queue: str = "tq", tree: Path = CHECKOUT
-) -> Sample:
-    """`tqadmin worker` (run from the checkout ``tree``) on a Redis stream, its store on the same Redis
-    (bench/worker.py uses it too)."""
-    from tqadmin_redis.naming import Layout
+class Run:
+    """One benchmark run: a key prefix of its own, a fresh queue a drain, every key deleted at the end."""
 
-    client = redis.Redis.from_url(REDIS_URL)
-    broker = f"{REDIS_URL}?prefix={prefix}"
-    store = f"{REDIS_URL}?prefix={prefix}-store"
-    fill_tqadmin(broker, queue, jobs)
-    stream = Layout(prefix).queue(queue).stream
-    left = Left(lambda: int(client.xlen(stream)))
-    try:
-        command = tqadmin_worker(broker, store, queue, *extra)
-        return tqadmin_sample(left, queue, jobs, command, store, tree)
-    finally:
-        client.close()
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.tag = uuid.uuid4().hex[:8]
+        self.prefix = f"bench-{self.tag}"
+        self.client = redis.Redis.from_url(REDIS_URL)
+        self.runs = 0
 
+    def fresh(self) -> str:
+        self.runs += 1
+        return f"q{self.runs}"
 
-def run(
-    jobs: int = 20000, concurrency: int = 8, dedup_concurrency: int = 8, prefetch: int = 256
-) -> list[Row]:
-    tag = uuid.uuid4().hex[:8]
-    client = redis.Redis.from_url(REDIS_URL)
-    prefix = f"bench-{tag}"
-    broker = f"{REDIS_URL}?prefix={prefix}"
-    rows: list[Row] = []
-    try:
+    def tqadmin(self, tree: Path) -> list[Contender]:
+        a = self.args
+        found = []
+        for label, dedup, threads in ((TQ_OFF, False, a.concurrency), (TQ_ON, True, a.dedup_concurrency)):
+            run = lambda d=dedup, t=threads: self.tqadmin_run(d, t, tree)  # noqa: E731
+            found.append(Contender(label, TQADMIN, tqadmin_setup(threads, a.prefetch), run, once=dedup))
+        return found
+
+    def tqadmin_run(self, dedup: bool, threads: int, tree: Path) -> Outcome:
+        from tqadmin_redis.naming import Layout, dlq_name
+
+        queue = self.fresh()
+        broker = f"{REDIS_URL}?prefix={self.prefix}"
+        store = f"{REDIS_URL}?prefix={self.prefix}-store{self.runs}"
+        fill_tqadmin(broker, queue, self.args.jobs)
+        layout = Layout(self.prefix)
+        stream, dlq = layout.queue(queue).stream, layout.queue(dlq_name(queue)).stream
+        options = ["--concurrency", str(threads), "--prefetch", str(self.args.prefetch)]
+        command = tqadmin_worker(broker, store, queue, *options, *([] if dedup else ["--no-dedup"]))
+        left, dead = self.counter("xlen", stream), self.counter("xlen", dlq)
+        return tqadmin_drain(self.args.jobs, command, store, tree, left, once=dedup, dlq=dead)
+
+    def counter(self, command: str, *keys: str) -> Callable[[], int]:
+        """The sum of a Redis length command (``xlen``, ``llen``, ``hlen``, ``zcard``) over ``keys``."""
+        return lambda: sum(int(getattr(self.client, command)(key)) for key in keys)
+
+    def peers(self) -> list[Contender]:
+        if self.args.skip_peers:
+            return []
+        a = self.args
+        found = [
+            Contender(
+                f"Celery on Redis, {setup.pool}, acks_late", CELERY, setup, lambda t=threads: self.celery(t)
+            )  # type: ignore[misc]
+            for threads, setup in celery_setups(a.concurrency, a.prefetch)
+        ]
+        rq = Setup("SimpleWorker, burst", "1 process", "none (one at a time)")
+        dramatiq = Setup("1 process", f"{a.concurrency} threads", str(a.prefetch))
+        raw = Setup("one loop", "1 thread", f"{a.prefetch} (read batch)")
+        found += [
+            Contender(RQ, RQ, rq, self.rq),
+            Contender(DRAMATIQ, DRAMATIQ, dramatiq, self.dramatiq),
+            Contender(RAW, RAW, raw, self.raw),
+        ]
+        return found
+
+    def raw(self) -> Outcome:
         from tqadmin_redis.naming import GROUP, Layout
 
-        layout = Layout(prefix)
-        for label, extra in (
-            (TQ_OFF, ["--no-dedup", "--concurrency", str(concurrency)]),
-            (TQ_ON, ["--concurrency", str(dedup_concurrency)]),
-        ):
-            queue = f"tq{len(rows)}"
-            sample = tqadmin_redis(prefix, jobs, [*extra, "--prefetch", str(prefetch)], queue)
-            rows.append((label, sample.rate))
+        queue = self.fresh()
+        fill_tqadmin(f"{REDIS_URL}?prefix={self.prefix}", queue, self.args.jobs)
+        stream = Layout(self.prefix).queue(queue).stream
 
-        queue = "raw"
-        fill_tqadmin(broker, queue, jobs)
-        stream = layout.queue(queue).stream
-
-        def raw_left() -> int:
-            (group,) = [g for g in client.xinfo_groups(stream) if g["name"] == GROUP.encode()]
+        def left() -> int:
+            (group,) = [g for g in self.client.xinfo_groups(stream) if g["name"] == GROUP.encode()]
             return int(group["lag"] or 0) + int(group["pending"])
 
-        consumer = spawn(
-            sys.executable, str(APPS / "redis_stream_consumer.py"), stream, GROUP, str(prefetch), REDIS_URL
-        )
-        rows.append((RAW, drain_rate(Left(raw_left), queue, jobs, consumer)))
+        command = [str(APPS / "redis_stream_consumer.py"), stream, GROUP, str(self.args.prefetch), REDIS_URL]
+        return drain(self.args.jobs, spawn(sys.executable, *command), left)
 
-        rows.append((CELERY, celery_rate(f"{prefix}-celery:", jobs, prefetch)))
-        rows.append((RQ, rq_rate(client, f"bench_rq_{tag}", min(jobs, RQ_JOBS_MAX))))
-        rows.append((DRAMATIQ, dramatiq_rate(client, f"{prefix}-dramatiq", jobs)))
-    finally:
-        keys = [
-            k
-            for pattern in (f"{prefix}*", f"rq:*bench_rq_{tag}*")
-            for k in client.scan_iter(pattern, count=1000)
+    def celery(self, threads: int) -> Outcome:
+        """Celery's worker on its Redis transport, its keys under a prefix of their own."""
+        keyprefix, queue = f"{self.prefix}-celery{self.fresh()}:", "bench_celery"
+        per_slot = max(1, self.args.prefetch // max(threads, 1))  # Celery's window is multiplier x slots
+        env = {"BENCH_QUEUE": queue, "BENCH_PREFETCH": str(per_slot), "BENCH_BROKER": REDIS_URL}
+        env["BENCH_KEYPREFIX"] = keyprefix
+        fill_celery(env, self.args.jobs)
+        unacked = keyprefix + "unacked"
+        left = lambda: int(self.client.llen(keyprefix + queue)) + int(self.client.hlen(unacked))  # noqa: E731
+        return drain(self.args.jobs, celery_worker(queue, env, threads), left)
+
+    def rq(self) -> Outcome:
+        import rq_app
+        from rq import Queue
+
+        queue, jobs = f"bench_rq_{self.tag}_{self.fresh()}", min(self.args.jobs, RQ_JOBS_MAX)
+        rq_queue = Queue(queue, connection=self.client)
+        pipe = self.client.pipeline()
+        for n in range(jobs):
+            rq_queue.enqueue(rq_app.noop, n, pipeline=pipe)
+        pipe.execute()
+        ready, started = f"rq:queue:{queue}", f"rq:wip:{queue}"
+        left = lambda: int(self.client.llen(ready)) + int(self.client.zcard(started))  # noqa: E731
+        start = spawn(sys.executable, str(APPS / "rq_app.py"), queue, REDIS_URL)
+        return drain(jobs, start, left, dlq=self.counter("zcard", f"rq:failed:{queue}"))
+
+    def dramatiq(self) -> Outcome:
+        a = self.args
+        queue, namespace = "bench_dramatiq", f"{self.prefix}-dramatiq{self.fresh()}"
+        env = {"BENCH_QUEUE": queue, "BENCH_KEYPREFIX": namespace, "BENCH_REDIS": REDIS_URL}
+        env["dramatiq_queue_prefetch"] = str(a.prefetch)
+        fill = f"import dramatiq_redis_app\nfor n in range({a.jobs}): dramatiq_redis_app.noop.send(n)"
+        spawn(sys.executable, "-c", fill, env=env)({}).wait()
+        command = [
+            "-m",
+            "dramatiq",
+            "dramatiq_redis_app",
+            "--processes",
+            "1",
+            "--threads",
+            str(a.concurrency),
         ]
+        start = spawn(sys.executable, *command, env=env)
+        return drain(a.jobs, start, self.counter("hlen", f"{namespace}:{queue}.msgs"))
+
+    def close(self) -> None:
+        patterns = (f"{self.prefix}*", f"rq:*bench_rq_{self.tag}*")
+        keys = [k for pattern in patterns for k in self.client.scan_iter(pattern, count=1000)]
         for start in range(0, len(keys), 1000):
-            client.delete(*keys[start : start + 1000])
-        client.srem("rq:queues", f"rq:queue:bench_rq_{tag}")
-    return rows
+            self.client.delete(*keys[start : start + 1000])
+        for n in range(1, self.runs + 1):
+            self.client.srem("rq:queues", f"rq:queue:bench_rq_{self.tag}_q{n}")
+        self.client.close()
 
 
 def fill_tqadmin(broker: str, queue: str, total: int) -> None:
@@ -140,69 +212,21 @@ def fill_tqadmin(broker: str, queue: str, total: int) -> None:
     assert report.all_confirmed, report.error
 
 
-def celery_rate(keyprefix: str, jobs: int, prefetch: int) -> float:
-    """Celery's solo worker on its Redis transport, its keys under ``keyprefix`` (deleted by the caller)."""
-    queue = "bench_celery"
-    env = {
-        "BENCH_QUEUE": queue,
-        "BENCH_PREFETCH": str(prefetch),
-        "BENCH_BROKER": REDIS_URL,
-        "BENCH_KEYPREFIX": keyprefix,
-    }
-    fill_celery(env, jobs)
-    client = redis.Redis.from_url(REDIS_URL)
-    left = Left(lambda: int(client.llen(keyprefix + queue)) + int(client.hlen(keyprefix + "unacked")))
+def main() -> int:
+    args = parse(arguments(__doc__.splitlines()[0]))
+    run = Run(args)
     try:
-        return drain_rate(left, queue, jobs, celery_solo(queue, env))
+        found = groups(run.tqadmin, run.peers(), args.compare_with)
+        results = run_rounds(found, args.rounds)
     finally:
-        client.close()
-
-
-def rq_rate(client: redis.Redis, queue: str, jobs: int) -> float:
-    import rq_app
-    from rq import Queue
-
-    rq_queue = Queue(queue, connection=client)
-    pipe = client.pipeline()
-    for _ in range(jobs):
-        rq_queue.enqueue(rq_app.noop, pipeline=pipe)
-    pipe.execute()
-    left = Left(lambda: int(client.llen(f"rq:queue:{queue}")) + int(client.zcard(f"rq:wip:{queue}")))
-    return drain_rate(left, queue, jobs, spawn(sys.executable, str(APPS / "rq_app.py"), queue, REDIS_URL))
-
-
-def dramatiq_rate(client: redis.Redis, namespace: str, jobs: int) -> float:
-    queue = "bench_dramatiq"
-    env = {"BENCH_QUEUE": queue, "BENCH_KEYPREFIX": namespace, "BENCH_REDIS": REDIS_URL}
-    os.environ.update(env)
-    import dramatiq_redis_app
-
-    for _ in range(jobs):
-        dramatiq_redis_app.noop.send()
-    command = [sys.executable, "-m", "dramatiq", "dramatiq_redis_app", "--processes", "1"]
-    left = Left(lambda: int(client.hlen(f"{namespace}:{queue}.msgs")))
-    return drain_rate(left, queue, jobs, spawn(*command, env=env))
-
-
-def ratios(rows: list[Row]) -> list[tuple[str, float, float | None]]:
-    """(label, ratio, target or None) for the figures the Redis plugin is held to."""
-    rate = dict(rows)
-    return [
-        ("tqadmin dedup off / Celery on Redis", rate[TQ_OFF] / rate[CELERY], 3.0),
-        ("tqadmin dedup off / raw XREADGROUP loop", rate[TQ_OFF] / rate[RAW], 0.5),
-        ("tqadmin dedup on  / Celery on Redis", rate[TQ_ON] / rate[CELERY], 1.5),
-        ("tqadmin dedup off / RQ SimpleWorker", rate[TQ_OFF] / rate[RQ], None),
-        ("tqadmin dedup off / Dramatiq on Redis", rate[TQ_OFF] / rate[DRAMATIQ], None),
-    ]
-
-
-def main() -> None:
-    args = arguments(__doc__.splitlines()[0]).parse_args()
-    rows = run(args.jobs, args.concurrency, args.dedup_concurrency, args.prefetch)
+        run.close()
     rq_jobs = min(args.jobs, RQ_JOBS_MAX)
-    title = f"{args.jobs} no-op jobs (RQ: {rq_jobs}), Redis on 127.0.0.1, one run on a shared machine"
-    report(title, rows, ratios(rows))
+    title = (
+        f"Redis: {args.jobs} no-op jobs (RQ: {rq_jobs}), median of {args.rounds} rounds in rotated order"
+        " on a shared machine (figures are noisy)"
+    )
+    return finish("redis", args, found, results, TARGETS, title)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,32 +1,53 @@
 """The embedded broker in the worker benchmark: `tqadmin worker` on one SQLite file (its store on the same
-file) against Huey's SQLite storage and a plain SQLite claim+delete loop, in the same run on this machine.
+file), dedup on and off, against Huey's SQLite storage and a batched SQLite claim+delete loop, in one run.
 
-Each consumer drains a file pre-filled with N no-op jobs; its rate is measured from its first taken job to
-the empty queue (start-up excluded), by counting the queue's rows with sqlite3 every 20 ms. Huey deletes a
-task when it dequeues it (no ack: a crash loses it); tqadmin keeps at-least-once with a lease and a token
-per row, and with dedup on claims and completes every job in its store besides.
+Each consumer drains a fresh file pre-filled with N no-op jobs. Its peers are set up as tqadmin is and say
+so on their rows: Huey with as many worker threads as tqadmin has job threads, its durability set
+explicitly (``fsync=True``: synchronous=FULL; and synchronous=NORMAL, as tqadmin's file); the ceiling,
+``worker_apps/sqlite_loop.py``, claims and deletes in batches of tqadmin's prefetch, one transaction a
+turn, as tqadmin's consumer does (plugins/tqadmin_sqlite/consuming.py). Huey deletes a task when it
+dequeues it (no ack: a crash loses it), so its job is settled when its task has returned; tqadmin keeps
+at-least-once with a lease and a token per row, and with dedup on completes every job in its store too.
 
-    python bench/worker_sqlite.py [--jobs N] [--rounds R] [--concurrency C] [--prefetch P]
+Every job is counted in its consumer's process and checked after the stop (bench/drain.py): all ran, once
+each with dedup on, tqadmin's dead-letter queue empty, no row left. The clock runs from the first execution
+(start-up excluded) to the later of the last execution and the queue's rows seen at 0 (counted by sqlite3
+every 20 ms). Three rounds by default, the order rotated each round; medians and min-max spreads.
+``--compare-with PATH`` times tqadmin's rows from another checkout too; ``--json PATH`` writes the results
+for bench/summary.py; ``BENCH_FAIL=1`` makes tqadmin's task fail fatally (the checks must fail).
 
-The contenders run one after the other, ``--rounds`` times in turn, and each one's median is reported, so
-that a burst of load on a shared machine does not fall on one contender only. ``measure()`` returns the
-rows, for a report that puts every broker side by side.
+    python bench/worker_sqlite.py [--jobs N] [--rounds R] [--concurrency C] [--prefetch P] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from drain import APPS, CHECKOUT, Sample, drain_rate, report, spawn, tqadmin_sample, tqadmin_worker
+from drain import (
+    APPS,
+    TQADMIN,
+    Contender,
+    Outcome,
+    Setup,
+    arguments,
+    drain,
+    parse,
+    spawn,
+    tqadmin_drain,
+    tqadmin_setup,
+    tqadmin_worker,
+)
+from rounds import Target, finish, groups, run_rounds
+from tqadmin_sqlite import SQLitePlugin
 
 from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import publish_jobs
@@ -34,107 +55,106 @@ from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import plugin_for_url
 
 QUEUE = "bench"
-TQADMIN_WORKER = "tqadmin worker, dedup on (store on the same file)"
-TQADMIN_NO_DEDUP = "tqadmin worker, dedup off"
-HUEY = "Huey SqliteHuey consumer (SQLite defaults)"
-HUEY_NORMAL = "Huey SqliteHuey consumer, synchronous=NORMAL"
-PLAIN_LOOP = "plain SQLite claim + fenced delete loop"
+TQ_ON = "tqadmin worker, dedup on (store on the same file)"
+TQ_OFF = "tqadmin worker, dedup off"
+HUEY, LOOP = "Huey", "batched SQLite loop"
+TARGETS: list[Target] = [(TQ_ON, HUEY, 2.0), (TQ_ON, LOOP, 0.5), (TQ_OFF, LOOP, None), (TQ_ON, TQ_OFF, 0.7)]
 
 
-class RowCount:
-    """The depth of a queue as its own client counts it: rows left in the file (what ``drain_rate`` polls)."""
+def rows_left(path: Path, sql: str) -> Callable[[], int]:
+    """Rows a query counts in the file (before its table exists: -1, not empty)."""
 
-    def __init__(self, path: Path, sql: str) -> None:
-        self.path = path
-        self.sql = sql
+    def left() -> int:
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
+            try:
+                return int(db.execute(sql).fetchone()[0])
+            except sqlite3.OperationalError:  # no such table yet
+                return -1
 
-    def depth(self, _queue: str) -> int:
-        with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
-            return int(db.execute(self.sql).fetchone()[0])
-
-
-def tqadmin_rate(path: Path, total: int, extra: list[str], tree: Path = CHECKOUT) -> Sample:
-    """`tqadmin worker` (run from the checkout ``tree``) on one SQLite file, its store on the same file
-    (bench/worker.py uses it too)."""
-    url = f"sqlite:///{path}"
-    with plugin_for_url(url).transport(BrokerConfig(url=url, timeout_s=30)) as transport:
-        report = publish_jobs(transport, [new_job("noop") for _ in range(total)], queue=QUEUE)
-    assert report.all_confirmed, report.error
-    rows = RowCount(path, f"SELECT COUNT(*) FROM tqb_messages WHERE queue = '{QUEUE}'")
-    return tqadmin_sample(rows, QUEUE, total, tqadmin_worker(url, url, QUEUE, *extra), url, tree)
+    return left
 
 
-def huey_rate(path: Path, total: int, threads: int, sync: str) -> float:
-    env = {"BENCH_HUEY_DB": str(path), "BENCH_HUEY_SYNC": sync}
-    subprocess.run(
-        [sys.executable, "-c", f"import huey_app\nfor _ in range({total}): huey_app.noop()"],
-        env={**os.environ, "PYTHONPATH": str(APPS), **env},
-        check=True,
-    )
-    consumer = spawn(
-        sys.executable, "-m", "huey.bin.huey_consumer", "huey_app.huey", "-w", str(threads), env=env
-    )
-    return drain_rate(RowCount(path, "SELECT COUNT(*) FROM task"), QUEUE, total, consumer)
+@contextlib.contextmanager
+def fresh_file() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as folder:
+        yield Path(folder) / "queue.db"
 
 
-def plain_loop_rate(path: Path, total: int) -> float:
-    done = subprocess.run(
-        [sys.executable, str(APPS / "sqlite_loop.py"), str(path), str(total)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(done.stdout.strip())
+def tqadmin_run(total: int, options: list[str], dedup: bool, tree: Path) -> Outcome:
+    """`tqadmin worker` (run from the checkout ``tree``) on a fresh SQLite file, its store in the file."""
+    with fresh_file() as path:
+        url = f"sqlite:///{path}"
+        with plugin_for_url(url).transport(BrokerConfig(url=url, timeout_s=30)) as transport:
+            report = publish_jobs(transport, [new_job("noop") for _ in range(total)], queue=QUEUE)
+        assert report.all_confirmed, report.error
+        count = "SELECT COUNT(*) FROM tqb_messages WHERE queue = '{}'"
+        left = rows_left(path, count.format(QUEUE))
+        dlq = rows_left(path, count.format(SQLitePlugin().dlq_name(QUEUE)))
+        command = tqadmin_worker(url, url, QUEUE, *options, *([] if dedup else ["--no-dedup"]))
+        return tqadmin_drain(total, command, url, tree, left, once=dedup, dlq=dlq)
 
 
-def measure(
-    jobs: int = 20000, concurrency: int = 32, prefetch: int = 256, rounds: int = 3
-) -> list[tuple[str, float]]:
-    """``(label, median jobs per second)`` of every contender, each run on a fresh file of its own."""
-    worker = ["--concurrency", str(concurrency), "--prefetch", str(prefetch)]
-    threads = min(concurrency, 8)
-    contenders: dict[str, Callable[[Path], float]] = {
-        TQADMIN_WORKER: lambda path: tqadmin_rate(path, jobs, worker).rate,
-        TQADMIN_NO_DEDUP: lambda path: tqadmin_rate(path, jobs, [*worker, "--no-dedup"]).rate,
-        HUEY: lambda path: huey_rate(path, jobs, threads, ""),
-        HUEY_NORMAL: lambda path: huey_rate(path, jobs, threads, "normal"),
-        PLAIN_LOOP: lambda path: plain_loop_rate(path, jobs),
-    }
-    rates: dict[str, list[float]] = {label: [] for label in contenders}
-    for _ in range(rounds):
-        for label, run in contenders.items():
-            with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as folder:
-                rates[label].append(run(Path(folder) / "queue.db"))
-    return [(label, statistics.median(found)) for label, found in rates.items()]
+def huey_run(total: int, threads: int, sync: str) -> Outcome:
+    with fresh_file() as path:
+        env = {"BENCH_HUEY_DB": str(path), "BENCH_HUEY_SYNC": sync}
+        subprocess.run(
+            [sys.executable, "-c", f"import huey_app\nfor n in range({total}): huey_app.noop(n)"],
+            env={**os.environ, "PYTHONPATH": str(APPS), **env},
+            check=True,
+        )
+        command = ["-m", "huey.bin.huey_consumer", "huey_app.huey", "-w", str(threads), "-k", "thread"]
+        return drain(
+            total, spawn(sys.executable, *command, env=env), rows_left(path, "SELECT COUNT(*) FROM task")
+        )
 
 
-def ratios(results: list[tuple[str, float]]) -> list[tuple[str, float, float | None]]:
-    rate = dict(results)
-    tq = rate[TQADMIN_WORKER]
-    return [
-        ("tqadmin (dedup on) / Huey, SQLite defaults", tq / rate[HUEY], 2.0),
-        ("tqadmin (dedup on) / Huey, synchronous=NORMAL", tq / rate[HUEY_NORMAL], 2.0),
-        ("tqadmin (dedup on) / plain claim+delete loop", tq / rate[PLAIN_LOOP], 0.5),
-        ("tqadmin (dedup off) / plain claim+delete loop", rate[TQADMIN_NO_DEDUP] / rate[PLAIN_LOOP], None),
-    ]
+def loop_run(total: int, batch: int) -> Outcome:
+    with fresh_file() as path:
+        start = spawn(sys.executable, str(APPS / "sqlite_loop.py"), str(path), str(total), str(batch))
+        return drain(total, start, rows_left(path, "SELECT COUNT(*) FROM jobs"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=20000)
-    parser.add_argument(
-        "--rounds", type=int, default=3, help="runs of each contender, in turn (median shown)"
-    )
-    parser.add_argument("--concurrency", type=int, default=32, help="tqadmin job threads (Huey: at most 8)")
-    parser.add_argument("--prefetch", type=int, default=256, help="tqadmin's prefetch window")
-    args = parser.parse_args()
-    results = measure(args.jobs, args.concurrency, args.prefetch, args.rounds)
+def contenders(args: argparse.Namespace) -> tuple[Callable[[Path], list[Contender]], list[Contender]]:
+    """tqadmin's rows (from a checkout) and its peers, set up alike."""
+    n, prefetch = args.jobs, args.prefetch
+
+    def tqadmin(tree: Path) -> list[Contender]:
+        found = []
+        for label, dedup, threads in (
+            (TQ_OFF, False, args.concurrency),
+            (TQ_ON, True, args.dedup_concurrency),
+        ):
+            options = ["--concurrency", str(threads), "--prefetch", str(prefetch)]
+            run = lambda o=options, d=dedup: tqadmin_run(n, o, d, tree)  # noqa: E731
+            found.append(Contender(label, TQADMIN, tqadmin_setup(threads, prefetch), run, once=dedup))
+        return found
+
+    peers: list[Contender] = []
+    if args.skip_peers:
+        return tqadmin, peers
+    if importlib.util.find_spec("huey") is None:
+        print("Huey: not installed (pip install huey): its rows are skipped", file=sys.stderr)
+    else:
+        for sync, said in (("full", "fsync=True, synchronous=FULL"), ("normal", "synchronous=NORMAL")):
+            setup = Setup(f"thread workers, {said}", f"{args.concurrency} threads", "none (one at a time)")
+            run = lambda s=sync: huey_run(n, args.concurrency, s)  # noqa: E731
+            peers.append(Contender(f"Huey SqliteHuey, {said}", HUEY, setup, run))
+    setup = Setup("one loop", "1 thread", f"{prefetch} (claim batch)")
+    peers.append(Contender("batched claim+delete loop", LOOP, setup, lambda: loop_run(n, prefetch)))
+    return tqadmin, peers
+
+
+def main() -> int:
+    args = parse(arguments(__doc__.splitlines()[0]))
+    tqadmin, peers = contenders(args)
+    found = groups(tqadmin, peers, args.compare_with)
+    results = run_rounds(found, args.rounds)
     title = (
-        f"{args.jobs} no-op jobs, a fresh SQLite file per run, median of {args.rounds} runs in turn"
-        " on a shared machine (figures are noisy)"
+        f"SQLite: {args.jobs} no-op jobs, a fresh file per run, median of {args.rounds} rounds in rotated"
+        " order on a shared machine (figures are noisy)"
     )
-    report(title, results, ratios(results))
+    return finish("sqlite", args, found, results, TARGETS, title)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

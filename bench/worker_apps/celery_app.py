@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from counting import ran
 
 QUEUE = os.environ.get("BENCH_QUEUE", "bench_celery")
 PREFETCH = int(os.environ.get("BENCH_PREFETCH", "256"))
@@ -27,5 +28,6 @@ app.conf.update(
 
 
 @app.task(name="noop")
-def noop() -> None:
-    """Nothing."""
+def noop(n: int) -> None:
+    """Nothing but the count of job ``n``."""
+    ran(n)

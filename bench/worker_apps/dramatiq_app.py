@@ -3,6 +3,7 @@
 import os
 
 import dramatiq
+from counting import ran
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
 QUEUE = os.environ.get("BENCH_QUEUE", "bench_dramatiq")
@@ -11,5 +12,6 @@ dramatiq.set_broker(RabbitmqBroker(url=os.environ.get("BENCH_AMQP", "amqp://gues
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0)
-def noop() -> None:
-    """Nothing."""
+def noop(n: int) -> None:
+    """Nothing but the count of job ``n``."""
+    ran(n)

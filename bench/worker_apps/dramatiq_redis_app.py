@@ -3,6 +3,7 @@
 import os
 
 import dramatiq
+from counting import ran
 from dramatiq.brokers.redis import RedisBroker
 
 QUEUE = os.environ.get("BENCH_QUEUE", "bench_dramatiq")
@@ -16,5 +17,6 @@ dramatiq.set_broker(
 
 
 @dramatiq.actor(queue_name=QUEUE, max_retries=0)
-def noop() -> None:
-    """Nothing."""
+def noop(n: int) -> None:
+    """Nothing but the count of job ``n``."""
+    ran(n)

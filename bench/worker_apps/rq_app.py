@@ -2,9 +2,12 @@
 
 import sys
 
+from counting import ran
 
-def noop() -> None:
-    """Nothing."""
+
+def noop(n: int) -> None:
+    """Nothing but the count of job ``n``."""
+    ran(n)
 
 
 if __name__ == "__main__":
