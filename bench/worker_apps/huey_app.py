@@ -1,7 +1,8 @@
 """The benchmark's no-op task for Huey's consumer, on Huey's SQLite storage (``BENCH_HUEY_DB``).
 
 ``BENCH_HUEY_SYNC=normal`` gives Huey the durability tqadmin runs with (WAL, synchronous=NORMAL); without
-it Huey keeps SQLite's default (synchronous=FULL), as a user who sets nothing gets.
+it Huey runs with ``fsync=True`` (synchronous=FULL, a sync at every commit), set explicitly because what
+Huey does when it is not set has changed between versions.
 """
 
 import os
@@ -18,7 +19,7 @@ class NormalSyncStorage(SqliteStorage):
 
 
 storage = NormalSyncStorage if os.environ.get("BENCH_HUEY_SYNC") == "normal" else SqliteStorage
-huey = SqliteHuey(filename=os.environ["BENCH_HUEY_DB"], results=False, storage_class=storage)
+huey = SqliteHuey(filename=os.environ["BENCH_HUEY_DB"], results=False, storage_class=storage, fsync=True)
 
 
 @huey.task()
