@@ -16,8 +16,8 @@ their min-max spread, and says whether the after-median lies within the before-s
 
 SQS has its own benchmark (bench/worker_sqs.py, on moto's server: API calls per job); the peers of each
 broker (Dramatiq, RQ, Huey, raw client loops) are in bench/worker_redis.py and bench/worker_sqlite.py, and for
-RabbitMQ here, after the rounds, unless ``--skip-peers``: the publisher against pika's publish-and-wait-each
-loop, a raw pika consumer and Dramatiq.
+RabbitMQ here, after the rounds, unless ``--skip-peers``: a raw pika consumer and Dramatiq. The publisher has
+its own benchmark (bench/publisher.py).
 
     python bench/worker.py [--jobs N] [--rounds R] [--brokers rabbitmq,sqlite,redis] [--skip-peers]
                            [--compare-with PATH]
@@ -116,20 +116,6 @@ def fill_tqadmin(queue: str, total: int) -> float:
     return total / elapsed
 
 
-def publish_confirm_each(queue: str, total: int) -> float:
-    connection = pika.BlockingConnection(pika.URLParameters(AMQP))
-    channel = connection.channel()
-    channel.queue_declare(queue, durable=True)
-    channel.confirm_delivery()
-    body = new_job("noop").encode()
-    started = time.perf_counter()
-    for _ in range(total):
-        channel.basic_publish("", queue, body, pika.BasicProperties(delivery_mode=2), mandatory=True)
-    elapsed = time.perf_counter() - started
-    connection.close()
-    return total / elapsed
-
-
 class Run:
     """One benchmark run: the RabbitMQ connection, the store prefix, the options, and clean-up."""
 
@@ -204,9 +190,6 @@ class Run:
     def peers(self) -> dict[str, float]:
         n, prefetch = self.args.jobs, str(self.args.prefetch)
         rates: dict[str, float] = {}
-        rates["tqadmin publish (windowed confirms)"] = fill_tqadmin(self.rabbit.new_queue("pub"), n)
-        raw = self.rabbit.new_queue("pubraw")
-        rates["pika publish, confirm each"] = publish_confirm_each(raw, max(n // 4, 1000))
         queue = self.rabbit.new_queue("pika")
         fill_tqadmin(queue, n)
         consumer = spawn(sys.executable, str(APPS / "pika_consumer.py"), queue, prefetch)
@@ -299,7 +282,7 @@ def main() -> None:
     parser.add_argument(
         "--brokers", default=",".join(BROKERS), help="comma-separated, of " + ", ".join(BROKERS)
     )
-    parser.add_argument("--skip-peers", action="store_true", help="no publisher, raw pika or Dramatiq runs")
+    parser.add_argument("--skip-peers", action="store_true", help="no raw pika or Dramatiq runs")
     parser.add_argument(
         "--compare-with",
         type=Path,
@@ -350,11 +333,6 @@ def main() -> None:
                 ("tqadmin dedup off / Dramatiq", off / peers["Dramatiq, 1 process"], None),
                 ("tqadmin dedup off / raw pika", off / peers["raw pika consumer"], None),
                 ("Celery solo / raw pika", celery / peers["raw pika consumer"], None),
-                (
-                    "tqadmin publish / pika confirm-each",
-                    peers["tqadmin publish (windowed confirms)"] / peers["pika publish, confirm each"],
-                    3.0,
-                ),
             ]
         )
 
