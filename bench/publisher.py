@@ -45,7 +45,7 @@ from tqadmin.pipeline.job import new_job
 from tqadmin.pipeline.publisher import DEFAULT_WINDOW, messages_for
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.transport import Outcome, Outgoing
+from tqadmin.plugin.transport import BrokerTransport, Outcome, Outgoing
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672/%2F"
 TIMEOUT_S = 60.0
@@ -60,6 +60,8 @@ confirmed and routed)."""
 
 @dataclass(slots=True)
 class Contender:
+    """One publisher and what its runs gave: a rate for each run that passed its checks, else why not."""
+
     name: str
     config: str  # what it runs with, printed beside its rate
     publish: Publish
@@ -67,11 +69,13 @@ class Contender:
     failures: list[str] = field(default_factory=list)
 
 
-def transport() -> Any:
+def transport() -> BrokerTransport:
     return RabbitMQPlugin().transport(BrokerConfig(url=AMQP, timeout_s=TIMEOUT_S))
 
 
 def tqadmin_publish(queue: str, messages: Sequence[Outgoing], window: int) -> tuple[float, int]:
+    """What ``tqadmin publish`` does once the jobs are read and the queue declared: a new transport each run,
+    so its connection is opened inside the clock, as the peers' are."""
     with transport() as t:
         started = time.perf_counter()
         result = t.publish(messages, window=window)
@@ -155,6 +159,8 @@ def pika_publish(queue: str, messages: Sequence[Outgoing], window: int) -> tuple
 
 
 async def aio_pika_run(queue: str, messages: Sequence[Message], window: int) -> tuple[float, int]:
+    """aio-pika's own way to keep confirms in flight: each ``publish`` awaits its confirm, so a task each,
+    started as the semaphore lets one more in."""
     started = time.perf_counter()
     connection = await aio_pika.connect(AMQP)
     try:
@@ -202,7 +208,7 @@ class Queues:
 
     def fresh(self) -> str:
         """A new durable queue, declared as ``tqadmin publish`` declares it (bound to its exchange)."""
-        queue = f"bench_pub_{uuid.uuid4().hex[:8]}"
+        queue = f"bench_publisher_{uuid.uuid4().hex[:8]}"
         with transport() as t:
             t.declare(queue)
         return queue
