@@ -15,7 +15,8 @@ Three rounds by default, the order rotated each round; medians and min-max sprea
 times a change: tqadmin's rows run from this checkout (after) and from the checkout at PATH (before, e.g.
 ``git worktree add ../before BASE``) in the same rounds, each pair in turn. ``--json PATH`` writes the
 results for bench/summary.py. ``BENCH_FAIL=1`` makes tqadmin's task fail fatally (the checks must fail).
-Other brokers: bench/worker_sqlite.py, bench/worker_redis.py, bench/worker_sqs.py.
+Other brokers: bench/worker_sqlite.py, bench/worker_redis.py, bench/worker_sqs.py; the publisher has its
+own benchmark (bench/publisher.py).
 
     python bench/worker.py [--jobs N] [--rounds R] [--skip-peers] [--compare-with PATH] [--json PATH]
 """
@@ -125,20 +126,6 @@ def fill_tqadmin(queue: str, total: int) -> float:
     return total / elapsed
 
 
-def publish_confirm_each(queue: str, total: int) -> float:
-    connection = pika.BlockingConnection(pika.URLParameters(AMQP))
-    channel = connection.channel()
-    channel.queue_declare(queue, durable=True)
-    channel.confirm_delivery()
-    body = new_job("noop").encode()
-    started = time.perf_counter()
-    for _ in range(total):
-        channel.basic_publish("", queue, body, pika.BasicProperties(delivery_mode=2), mandatory=True)
-    elapsed = time.perf_counter() - started
-    connection.close()
-    return total / elapsed
-
-
 class Run:
     """One benchmark run: the RabbitMQ connection, the store prefix, the options, and clean-up."""
 
@@ -209,14 +196,6 @@ class Run:
         start = spawn(sys.executable, str(APPS / "pika_consumer.py"), queue, str(self.args.prefetch))
         return drain(self.args.jobs, start, self.rabbit.left(queue))
 
-    def publisher(self) -> None:
-        """The publisher against pika's publish-and-wait-each loop, one run (moving to bench/publisher.py)."""
-        n = self.args.jobs
-        windowed = fill_tqadmin(self.rabbit.new_queue("pub"), n)
-        each = publish_confirm_each(self.rabbit.new_queue("pubraw"), max(n // 4, 1000))
-        print(f"\npublisher, one run: tqadmin (windowed confirms) {windowed:,.0f} msg/s,")
-        print(f"  pika confirm each {each:,.0f} msg/s: {windowed / each:.2f}x (target >= 3x)")
-
     def close(self) -> None:
         self.rabbit.delete_all()
         delete_store_keys(f"bench-{self.tag}")
@@ -228,8 +207,6 @@ def main() -> int:
     try:
         found = groups(run.tqadmin, run.peers(), args.compare_with)
         results = run_rounds(found, args.rounds)
-        if not args.skip_peers:
-            run.publisher()
     finally:
         run.close()
     title = (
