@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,3 +67,13 @@ async def select_queue(pilot: Pilot[Any], queue: str, needle: str | None = None)
             return
         await pilot.press("j")
     assert table.selected_queue() == queue
+
+
+def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
+    """The audit records a test's app wrote (``make_app`` puts the log in ``tmp_path``)."""
+    path = tmp_path / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def notifications(app: Any) -> list[str]:
+    return [n.message for n in app._notifications]

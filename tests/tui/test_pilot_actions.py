@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import DataTable
 from tqadmin_rabbitmq.deaths import deaths as rabbitmq_deaths
 
-from tests.tui.conftest import select_queue, settled
+from tests.tui.conftest import audit_lines, notifications, select_queue, settled
 from tests.tui.seeded import SIZE
 from tests.tui.seeding import SeededAdmin
 from tqadmin.admin.dead_letters import group_key
@@ -25,14 +24,6 @@ from tqadmin.tui.screens.overview import OverviewScreen
 
 MakeApp = Callable[..., TqadminApp]
 pytestmark = pytest.mark.anyio
-
-
-def audit_lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def notifications(app: TqadminApp) -> list[str]:
-    return [n.message for n in app._notifications]
 
 
 class ShovelAdmin(SeededAdmin):
@@ -70,7 +61,7 @@ async def test_a_whole_queue_move_takes_the_brokers_own_move_where_the_cli_does(
     assert admin.shovels == [("emails", "reports", None)]
     assert admin.messages["emails"] == []
     assert admin.calls.count("open_transfer emails") == 1  # the dry run's look only
-    records = audit_lines(tmp_path / "audit.jsonl")
+    records = audit_lines(tmp_path)
     assert [r["outcome"] for r in records] == ["dry_run", "ok"]
     arrived = [m for m in admin.messages["reports"] if (m.id or "").startswith("emails")]
     assert records[-1]["count"] == len(arrived) > 0
@@ -93,7 +84,7 @@ async def test_a_group_move_takes_the_client_path_as_a_filtered_cli_move_does(
         await pilot.press("enter")
         await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
     assert admin.shovels == []
-    assert audit_lines(tmp_path / "audit.jsonl")[-1]["outcome"] == "ok"
+    assert audit_lines(tmp_path)[-1]["outcome"] == "ok"
 
 
 def rejected_by_the_broker(n: int) -> Message:

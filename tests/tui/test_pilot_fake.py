@@ -16,7 +16,7 @@ from tqadmin_rabbitmq.capabilities import CAPABILITIES as RABBITMQ_CAPABILITIES
 from tqadmin_rabbitmq.deaths import deaths as rabbitmq_deaths
 from tqadmin_sqlite.capabilities import PEEK_COST as SQLITE_PEEK_COST
 
-from tests.tui.conftest import screen_text, select_queue, settled, text_of
+from tests.tui.conftest import audit_lines, notifications, screen_text, select_queue, settled, text_of
 from tests.tui.seeded import SIZE
 from tests.tui.seeding import SEEDED_CAPABILITIES, RecordingTransfer, SeededAdmin
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
@@ -37,17 +37,8 @@ MakeApp = Callable[..., TqadminApp]
 pytestmark = pytest.mark.anyio
 
 
-def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
-    path = tmp_path / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def table_names(app: TqadminApp) -> list[str]:
     return list(app.screen.query_one(QueueTable).order)
-
-
-def notifications(app: TqadminApp) -> list[str]:
-    return [n.message for n in app._notifications]
 
 
 async def test_the_overview_lists_every_queue_deepest_first(make_app: MakeApp, fake: SeededAdmin) -> None:
