@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # An environment variable rather than -c, so that pip's isolated build of the project obeys it too.
 PIN    := PIP_CONSTRAINT=$(CURDIR)/constraints.txt
 
-.PHONY: setup services run test lint bench screenshots
+.PHONY: setup services tools run test lint bench screenshots
 
 $(BIN)/tqadmin: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ setup: $(BIN)/tqadmin
 services:
 	@scripts/ready-services
 
+# promtool, for the alert-rule tests (.tools/, from Debian's prometheus package)
+tools:
+	@scripts/ready-promtool
+
 # With nothing configured the demo runs embedded (broker and store in one SQLite file): no service to start.
 run: setup
 	@$(BIN)/python -c 'import sys; from tqadmin.config import Overrides, resolve; s = resolve(Overrides()); \
@@ -26,7 +30,7 @@ run: setup
 	  || scripts/ready-services
 	$(BIN)/tqadmin demo
 
-test: setup services
+test: setup services tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -39,5 +43,6 @@ bench: setup services
 	$(BIN)/python bench/publisher.py
 	$(BIN)/python bench/move.py
 	$(BIN)/python bench/poll.py
+	$(BIN)/python bench/exporter.py
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/tui.py

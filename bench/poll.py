@@ -17,6 +17,7 @@ machine, so read the idle row as the noise floor.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -90,16 +91,22 @@ def queues(count: int, prefix: str) -> Iterator[list[str]]:
         # A second Ctrl-C during clean-up would leave queues behind: ignore it while deleting.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(f"deleting {len(declared)} queues...", file=sys.stderr)
-        if not channel.is_open:
-            channel = connection.channel()
+        # A new connection: the one that declared them sat idle through the bench, and the broker closes an
+        # idle blocking connection once it misses its heartbeats.
+        with contextlib.suppress(pika.exceptions.AMQPError):
+            connection.close()
+        connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+        channel = connection.channel()
         for name in declared:
             channel.queue_delete(name)
         connection.close()
         signal.signal(signal.SIGINT, previous)
 
 
-def measure(row: Row, pid: int, seconds: float, poll: Callable[[], object] | None) -> None:
-    """Add to ``row`` the broker CPU over ``seconds`` while ``poll`` runs at most once a second."""
+def measure(
+    row: Row, pid: int, seconds: float, poll: Callable[[], object] | None, every_s: float = 1.0
+) -> None:
+    """Add to ``row`` the broker CPU over ``seconds`` while ``poll`` runs at most once every ``every_s``."""
     start_cpu, start = cpu_seconds(pid), time.monotonic()
     end = start + seconds
     while (now := time.monotonic()) < end:
@@ -107,7 +114,7 @@ def measure(row: Row, pid: int, seconds: float, poll: Callable[[], object] | Non
             poll()
             row.polls += 1
             row.call_s += time.monotonic() - now
-        time.sleep(max(0.0, min(now + 1.0, end) - time.monotonic()))
+        time.sleep(max(0.0, min(now + every_s, end) - time.monotonic()))
     row.elapsed_s += time.monotonic() - start
     row.cpu_s += cpu_seconds(pid) - start_cpu
 

@@ -20,6 +20,9 @@ Group = list[Contender]
 """Contenders that run back to back in a round: one, or the before and after of a tqadmin worker."""
 Target = tuple[str, str, float | None]
 """A ratio to print: a tqadmin row's label, a peer family (or another tqadmin label), its target."""
+PerJob = tuple[str, str, float]
+"""A cost per job to hold to a ceiling: a row's label, the row's figure (``store_round_trips_per_job``,
+``api_calls_per_job``), the most it may be."""
 
 
 def groups(
@@ -99,6 +102,25 @@ def ratios(rows: list[dict[str, object]], targets: list[Target]) -> list[dict[st
     return found
 
 
+def per_job_costs(rows: list[dict[str, object]], per_job: Sequence[PerJob]) -> list[dict[str, object]]:
+    """Each ceiling of ``per_job`` against its row's median: met or MISSED (none for a row that failed)."""
+    found: list[dict[str, object]] = []
+    for label, figure, target in per_job:
+        (r,) = [r for r in rows if r["label"] == label]
+        value = r[figure]
+        if isinstance(value, float) and not r["failed"]:
+            met = "met" if value <= target else "MISSED"
+            found.append({"label": label, "figure": figure, "value": value, "target": target, "met": met})
+    return found
+
+
+def cost_text(cost: dict[str, object]) -> str:
+    """One line for a ceiling of :func:`per_job_costs`: its row, figure, median, target and met or MISSED."""
+    value, target = cost["value"], cost["target"]
+    assert isinstance(value, float) and isinstance(target, float)
+    return f"{cost['label']}: {cost['figure']} {value:.3f} (at most {target:g}: {cost['met']})"
+
+
 def print_report(title: str, rows: list[dict[str, object]], found: list[dict[str, object]]) -> None:
     print(f"\n{title}\n{CLOCK}; every job counted in its own process and checked after the stop\n")
     width = max(len(str(r["label"])) for r in rows)
@@ -158,11 +180,15 @@ def finish(
     results: dict[str, list[Outcome]],
     targets: list[Target],
     title: str,
+    per_job: Sequence[PerJob] = (),
 ) -> int:
     """Print the report, write ``--json``, and say the exit code: 1 when a run failed a check."""
     rows = [row(c, results[c.label]) for group in found for c in group]
     found_ratios = ratios(rows, targets)
     print_report(title, rows, found_ratios)
+    costs = per_job_costs(rows, per_job)
+    for cost in costs:
+        print(cost_text(cost))
     if args.compare_with is not None:
         print_comparison(results, args.compare_with)
     failed = [r["label"] for r in rows if r["failed"]]
@@ -173,6 +199,7 @@ def finish(
             "rounds": args.rounds,
             "rows": rows,
             "ratios": found_ratios,
+            "per_job_targets": costs,
         }
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     if failed:

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rounds import cost_text
+
 HERE = Path(__file__).parent
 BENCHES = {
     "rabbitmq": "worker.py",
@@ -59,6 +61,13 @@ def rate(row: dict[str, Any]) -> str:
     return f"{row['median']:,.0f} ({row['min']:,.0f}-{row['max']:,.0f})"
 
 
+def target_text(ratio: dict[str, Any]) -> str:
+    """``at least 3x: met`` (or MISSED); empty for a ratio shown without a target."""
+    if ratio["target"] is None:
+        return ""
+    return f"at least {ratio['target']:g}x: {'met' if ratio['ratio'] >= ratio['target'] else 'MISSED'}"
+
+
 def markdown(found: list[dict[str, Any]]) -> str:
     """The docs table: one line a row, then each broker's ratios."""
     lines = ["| broker | worker | set-up | jobs/s, median (min-max) | checked |", "|---|---|---|---|---|"]
@@ -71,8 +80,16 @@ def markdown(found: list[dict[str, Any]]) -> str:
     lines += ["", "| broker | ratio | x | target |", "|---|---|---|---|"]
     for bench in found:
         for ratio in bench["ratios"]:
-            target = "" if ratio["target"] is None else f"at least {ratio['target']:g}x"
-            lines.append(f"| {bench['broker']} | {ratio['label']} | {ratio['ratio']:.2f} | {target} |")
+            lines.append(
+                f"| {bench['broker']} | {ratio['label']} | {ratio['ratio']:.2f} | {target_text(ratio)} |"
+            )
+    costs = [(b["broker"], c) for b in found for c in b.get("per_job_targets", [])]
+    if costs:
+        lines += ["", "| broker | worker | per job | median | target |", "|---|---|---|---|---|"]
+        for broker, c in costs:
+            figure = c["figure"].removesuffix("_per_job").replace("_", " ")
+            target = f"at most {c['target']:g}: {c['met']}"
+            lines.append(f"| {broker} | {c['label']} | {figure} | {c['value']:.3f} | {target} |")
     runs = ", ".join(f"{b['broker']} {b['jobs']:,} jobs x {b['rounds']} rounds" for b in found)
     return "\n".join([f"Runs: {runs}.", "", *lines])
 
@@ -97,8 +114,11 @@ def print_summary(found: list[dict[str, Any]]) -> None:
     print("\nratios (against the fastest passing configuration of each peer)")
     for bench in found:
         for ratio in bench["ratios"]:
-            target = "" if ratio["target"] is None else f"(target >= {ratio['target']:g}x)"
+            target = target_text(ratio)
             print(f"  {bench['broker']:<9} {ratio['label']:<{width * 2}}  {ratio['ratio']:5.2f}x  {target}")
+    for bench in found:
+        for c in bench.get("per_job_targets", []):
+            print(f"  {bench['broker']:<9} {cost_text(c)}")
 
 
 def main() -> int:

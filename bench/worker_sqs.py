@@ -216,10 +216,10 @@ def main() -> int:
         bench.close()
     title = (
         f"SQS (moto's server on 127.0.0.1): {args.jobs} no-op jobs, {args.backlog} kept queued, median of"
-        f" {args.rounds} rounds in rotated order on a shared machine;"
-        f" target for tqadmin <= {CALLS_TARGET:g} API calls a job"
+        f" {args.rounds} rounds in rotated order on a shared machine"
     )
-    return finish("sqs", args, found, results, TARGETS, title)
+    per_job = [(label, "api_calls_per_job", CALLS_TARGET) for label in (TQ_OFF, TQ_ON)]
+    return finish("sqs", args, found, results, TARGETS, title, per_job)
 
 
 if __name__ == "__main__":

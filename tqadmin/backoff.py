@@ -48,8 +48,29 @@ class Backoff:
 # RECONNECT_CAP_S / 2 per process while it stays away (a handful a second across a fleet of workers).
 RECONNECT_BASE_S = 0.25
 RECONNECT_CAP_S = 3.0
+# A worker or cron that cannot reach its broker at start waits this long for it (a broker booting beside
+# it), then exits 3; a refused login or vhost exits at once.
+START_WAIT_S = 60.0
 
 
 def reconnect_backoff(rng: random.Random | None = None) -> Backoff:
     """The backoff every broker reconnect loop uses."""
     return Backoff(RECONNECT_BASE_S, RECONNECT_CAP_S, rng or random.Random())
+
+
+MIN_RETRY_S = 1.0  # a dashboard or an exporter never asks a failing API more than once a second
+RETRY_CAP_REFRESHES = 1.5
+
+
+def poll_retry_delay(failures: int, refresh_s: float) -> float:
+    """Seconds to wait before the next poll after ``failures`` failed ones in a row (0 = healthy).
+
+    A failing API is asked again after one refresh, then every 1.5 refreshes (never more often than once a
+    second): the on-call engineer sees it come back within two refreshes, even after a long outage, while
+    a handful of dashboards or exporters cost a broken API a request a second or so. No jitter: the bound
+    is the wait.
+    """
+    if failures <= 0:
+        return refresh_s
+    base = max(MIN_RETRY_S, refresh_s)
+    return Backoff(base, max(base, RETRY_CAP_REFRESHES * refresh_s)).bound(failures)

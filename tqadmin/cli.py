@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schedules": ("schedules", "cron schedules with next and last fire and the current leader"),
     "workers": ("workers", "live and dead workers with heartbeat age and current job"),
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
+    "exporter": ("exporter", "serve every profile's queues, workers and task metrics to Prometheus"),
 }
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 # Global options followed by a value, which is not a command name even when it reads like one (the broker

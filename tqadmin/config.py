@@ -52,7 +52,7 @@ class Thresholds:
     depth: int | None = None
     oldest_age_s: float | None = None
     dlq_messages: int | None = 1
-    failure_rate: float | None = None
+    failure_rate: float | None = 0.05  # of a task type's runs over the telemetry window
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ PROPERTY_NAMES = (
 # Content-encodings that say the body bytes are as they are (a charset, as kombu writes ``utf-8``, or raw
 # bytes): tqadmin undoes no other (gzip, deflate...), so a message that says one is no job it can read.
 PLAIN_ENCODINGS = frozenset({"", "identity", "utf-8", "utf8", "binary"})
+_CARRIED = frozenset(PROPERTY_NAMES)
 
 
 def to_message(
@@ -52,8 +53,10 @@ def to_message(
     Its id is ``message_id`` or the body's ``id``; where it was published (exchange and routing key) goes
     into the properties, which are republished only under :data:`PROPERTY_NAMES`.
     """
+    # Read from the instance's attributes in one pass (the consumer's I/O thread does this per delivery);
+    # pika sets them all in __init__, in the order of PROPERTY_NAMES.
     properties: dict[str, Any] = {
-        name: getattr(props, name) for name in PROPERTY_NAMES if getattr(props, name) is not None
+        name: value for name, value in vars(props).items() if value is not None and name in _CARRIED
     }
     properties["exchange"] = method.exchange or ""
     properties["routing_key"] = method.routing_key or ""

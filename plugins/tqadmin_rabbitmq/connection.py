@@ -93,9 +93,24 @@ def raise_translated(exc: BaseException, url: str, queue: str | None = None) -> 
     raise error from error.__cause__
 
 
+def broker_said_no(exc: BaseException) -> bool:
+    """Whether a refusal pika reports during the handshake came from the broker (a ``Connection.Close`` with
+    403 or 530), not from a socket that merely closed. pika calls both a "probable" denial and keeps only the
+    repr of what it saw, so that text is the one place the difference survives."""
+    return "ConnectionClosedByBroker" in str(exc)
+
+
 def translate(exc: BaseException, url: str, queue: str | None = None) -> TqadminError:
     """Map one pika (or socket) exception to the error whose exit code docs/interface.md gives it."""
     where = f"RabbitMQ at {mask_url(url)}"
+    guessed = pe.ProbableAccessDeniedError | pe.ProbableAuthenticationError
+    if isinstance(exc, guessed) and not broker_said_no(
+        exc
+    ):  # dropped mid-handshake: going down, or overloaded
+        return Unreachable(
+            f"{where} closed the connection during the handshake without saying why: is it starting, "
+            "stopping or overloaded? (A refused login or vhost would have said so.)"
+        )
     if isinstance(exc, pe.ProbableAccessDeniedError):
         return NotAuthorized(
             f"{where} refused access to vhost {vhost_of(url)!r}: check that it exists and that the user "

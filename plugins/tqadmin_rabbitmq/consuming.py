@@ -3,7 +3,9 @@
 The I/O loop runs in one thread (the worker process's main thread) and is the only one that touches pika;
 job threads hand it acks, retries and dead-letters through ``add_callback_threadsafe``. Acks are batched: a
 job thread appends to a list and wakes the loop only when no wake-up is pending, so a busy worker pays one
-wake-up per loop turn, not one per message.
+wake-up per loop turn, not one per message; and the acks of a turn go out as one ``multiple`` ack where
+:class:`~tqadmin_rabbitmq.ackruns.AckRuns` finds that safe (no delivery still running or being retried below
+it), one by one otherwise.
 
 Every delivery remembers the channel it came on. After a reconnect that channel is gone and the broker has
 already requeued its unacked messages, so anything addressed to it is dropped rather than sent to the new
@@ -28,6 +30,7 @@ from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
+from tqadmin_rabbitmq.ackruns import AckRuns
 from tqadmin_rabbitmq.codec import to_message
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
@@ -62,6 +65,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
         self._on_message: Callable[[Delivery], None] = lambda _m: None
         self._opened = False
         self._tiers_declared: set[str] = set()  # delay queues declared on the current connection
+        self._open = AckRuns()  # the current channel's deliveries not settled yet (I/O thread only)
         self.background = Background()  # no thread of its own: it turns the loop's surprises into a fault
         self.retrying = Retrying(sleep=self._stop.wait)  # reconnects, cut short by a stop
 
@@ -87,6 +91,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
     def on_ready(self, channel: Any) -> None:
         self._opened = True
         self._tiers_declared.clear()  # someone may have deleted one while we were away: declare again
+        self._open = AckRuns()  # tags count from 1 again on the new channel
         with self._lock:
             self._flush_pending = False
         if self._stop.is_set():
@@ -103,19 +108,30 @@ class RabbitConsumer(ConfirmSession, Consumer):
 
     def _deliver(self, channel: Any, method: Any, properties: Any, body: bytes) -> None:
         message = to_message(method, properties, body)
-        self._on_message(Delivery(message, _Token(channel, method.delivery_tag)))
+        tag = method.delivery_tag
+        self._open.delivered(tag)  # deliveries come on the current channel only: it is the one open
+        self._on_message(Delivery(message, _Token(channel, tag)))
 
     def _flush(self) -> None:
         with self._lock:
             acks, self._acks = self._acks, []
             self._flush_pending = False
         channel = self.channel
-        for ch, tag, requeue in acks:
-            if ch is channel and ch.is_open:
-                if requeue:
-                    ch.basic_nack(tag, requeue=True)
+        if channel is not None and channel.is_open:
+            tags: list[int] = []
+            for ch, tag, requeue in acks:  # what is addressed to a closed channel is the broker's again
+                if ch is not channel:
+                    continue
+                if requeue:  # first, so that no multiple ack can reach a delivery given back
+                    channel.basic_nack(tag, requeue=True)
+                    self._open.settled(tag)
                 else:
-                    ch.basic_ack(tag)
+                    tags.append(tag)
+            up_to, alone = self._open.acked(tags)
+            if up_to is not None:
+                channel.basic_ack(up_to, multiple=True)
+            for tag in alone:
+                channel.basic_ack(tag)
         self._maybe_finish()
 
     def _maybe_finish(self) -> None:
@@ -203,6 +219,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
         def settled(outcome: Settlement) -> None:
             if outcome is Settlement.CONFIRMED and token.channel is self.channel and token.channel.is_open:
                 token.channel.basic_ack(token.tag)
+                self._open.settled(token.tag)
                 result[0] = True
             elif outcome is not Settlement.LOST:
                 log.error(
@@ -215,6 +232,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
                 self._tiers_declared.discard(out.routing_key)
                 if token.channel is self.channel and token.channel.is_open:
                     token.channel.basic_nack(token.tag, requeue=True)
+                    self._open.settled(token.tag)
             done.set()
 
         def publish() -> None:

@@ -4,7 +4,8 @@ The I/O loop (the worker's main thread) takes entries: a script promotes the ret
 new entries without blocking; when there are none it blocks in ``XREADGROUP`` no longer than the next due
 retry, and at most 100 ms: that bounds how late a retry scheduled meanwhile is promoted. Every few
 seconds a recovery pass claims entries whose holder let them sit idle past its lease (a dead or stopped
-worker, or entries given back), oldest first.
+worker, or entries given back), oldest first; none while the server has been up for less than two leases
+(idle times ran on while it restarted, and the live holders renew first).
 
 A delivery is held for as long as the entry is pending to this consumer: the worker's monitor renews what it
 holds (:meth:`RedisConsumer.extend`), and an entry idle past this consumer's lease may be claimed by another
@@ -78,13 +79,18 @@ class RedisConsumer(LeasedConsumer):
         if not self._registered:
             self._register()
             self._registered = True
-            self._next_recover = max(self._next_recover, time.monotonic() + self._restart_grace_s())
         now = time.monotonic()
-        if now >= self._next_recover:
-            more, recovered = self._recover(room)
-            self._next_recover = now + (0 if more else self._recover_every_s)
-            if recovered:
-                return recovered
+        if room > 0 and now >= self._next_recover:
+            # Asked before every pass, not once: a consumer whose window stayed full while Redis restarted
+            # sent nothing meanwhile, and its client reconnects without a word, so it saw no failure.
+            grace = self._restart_grace_s()
+            if grace > 0:
+                self._next_recover = now + grace
+            else:
+                more, recovered = self._recover(room)
+                self._next_recover = now + (0 if more else self._recover_every_s)
+                if recovered:
+                    return recovered
         if now >= self._next_forget:
             self._next_forget = now + FORGET_EVERY_S
             self._forget_idle_consumers()
@@ -112,10 +118,12 @@ class RedisConsumer(LeasedConsumer):
             pipe.execute()
 
     def _restart_grace_s(self) -> float:
-        """How long to wait before claiming anything as abandoned: a Redis up for less than a lease has just
-        restarted, and idle times ran on while it was away, so every holder looks past its lease for a moment.
-        Until the server has been up for a lease, the live holders (cut off by the same restart, and back
-        within a third of a lease) renew first; a consumer that starts then takes none of their entries."""
+        """How long to wait before claiming anything as abandoned: a Redis up for less than two leases has
+        just restarted, and idle times ran on while it was away, so every holder looks past its lease for a
+        moment. Its uptime counts the time it spent loading its data, when nobody could renew, and a holder
+        renews a third of a lease after it is back at the latest, after a failed try or two: until the server
+        has been up for two leases the live holders renew first, and a consumer that starts then takes none
+        of their entries."""
         import redis
 
         lease_s = self.lease_ms / 1000
@@ -124,7 +132,7 @@ class RedisConsumer(LeasedConsumer):
                 uptime = min(int(m.info("server")["uptime_in_seconds"]) for m in self.conn.masters())
             except (redis.ResponseError, KeyError, ValueError):  # INFO renamed or refused: assume the worst
                 return lease_s
-        return max(0.0, lease_s - uptime)
+        return max(0.0, 2 * lease_s - uptime)
 
     def _take(self, room: int) -> list[Delivery]:
         if room <= 0:

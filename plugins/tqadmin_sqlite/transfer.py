@@ -23,6 +23,8 @@ SESSION_LEASE_S = 120.0
 
 
 class SQLiteTransferSession(HeldSession[Token]):
+    takes_delayed = True  # a row waiting out its retry delay is a row of the queue like any other
+
     def __init__(self, broker: BrokerFile, queue: str, lease_s: float = SESSION_LEASE_S) -> None:
         self._broker = broker
         self._queue = queue

@@ -257,7 +257,7 @@ def test_a_dying_thread_and_a_failing_metrics_scrape_in_the_worker_show_no_canar
     (hook / "sitecustomize.py").write_text(
         "import threading\n"
         "import tqadmin.telemetry.endpoint as endpoint\n"
-        "def render(snapshot):\n"
+        "def collected(families):\n"
         f"    raise RuntimeError('cannot read {leaky}')\n"
         "def dying():\n"
         f"    raise ConnectionError('settler lost {leaky}')\n"
@@ -265,7 +265,7 @@ def test_a_dying_thread_and_a_failing_metrics_scrape_in_the_worker_show_no_canar
         "def enter(self):\n"
         "    threading.Thread(target=dying, name='tq-doomed', daemon=True).start()\n"
         "    return entered(self)\n"
-        "endpoint.render = render\n"
+        "endpoint._Collected = collected\n"
         "endpoint.MetricsServer.__enter__ = enter\n"
     )
     tasks = tmp_path / "quiet_tasks.py"

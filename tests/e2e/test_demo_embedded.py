@@ -11,11 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from test_demo import demo_on_a_headless_dashboard, worker_pids
 
 from tqadmin.store import open_store
@@ -126,6 +129,40 @@ def test_with_nothing_configured_the_dashboard_shows_the_embedded_demos_queues(
     prefix = f"d{uuid.uuid4().hex[:10]}"
     code, summary, err, seen = demo_on_a_headless_dashboard(monkeypatch, capsys, prefix)
     assert code == 0, err
-    assert summary["balanced"] and summary["published"] > 0, err
+    assert summary["balanced"] and summary["published"] > 0, json.dumps(summary, indent=1) + err
     assert seen and {f"{prefix}.tasks", f"{prefix}.tasks.dlq"} <= set(seen[0])
     assert worker_pids(prefix) == []
+
+
+def test_the_demo_serves_its_run_to_prometheus_and_says_where(tmp_path: Path) -> None:
+    """The exporter runs beside the demo: its queues and its workers' runs can be scraped while it runs."""
+    prefix = f"m{uuid.uuid4().hex[:10]}"
+    env = embedded_env(tmp_path, tmp_path, tmp_path / "connects.log")
+    command = [sys.executable, "-m", "tqadmin.cli", "demo", "--no-ui", "--json", "--queue-prefix", prefix]
+    demo = subprocess.Popen(
+        [*command, "--duration", "15", "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert demo.stderr is not None
+        said = next(line for line in demo.stderr if "Prometheus metrics of this run at" in line)
+        url = said.split(" at ", 1)[1].split()[0]
+        runs, queues = 0.0, set()
+        deadline = time.monotonic() + 60
+        while not (runs and f"{prefix}.tasks" in queues) and time.monotonic() < deadline:
+            time.sleep(1)
+            text = httpx.get(url, timeout=10).text
+            samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+            queues = {s.labels["queue"] for s in samples if s.name == "tqadmin_queue_messages"}
+            runs = sum(s.value for s in samples if s.name == "tqadmin_task_runs_total")
+        assert runs > 0 and f"{prefix}.tasks" in queues, (runs, queues)
+        out, _ = demo.communicate(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.communicate()
+    assert demo.returncode == 0
+    assert json.loads(out)["metrics_url"] == url

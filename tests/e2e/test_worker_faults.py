@@ -10,6 +10,7 @@ import signal
 import statistics
 import time
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from amqp_proxy import AmqpProxy
@@ -247,3 +248,26 @@ def test_a_job_timeout_past_the_brokers_consumer_timeout_is_warned_about_at_star
     assert "--job-timeout 3600 s" in pipeline.log_text() and "1800 s" in pipeline.log_text()
     pipeline.stop_all()
     assert worker.returncode == 0
+
+
+def test_a_worker_that_hangs_mid_run_instead_of_dying_still_charges_its_job_a_crash(
+    pipeline: Pipeline,
+) -> None:
+    """A process that dies has its runs charged by its supervisor (the run ledger); one that hangs (stopped,
+    locked up) cannot tell it, so the store already has the start of every run that outlasts a monitor tick:
+    once the hung process's lease runs out, the next claim of the job shows the crash."""
+    pipeline.publish([{"task_type": "sleep", "id": "hangs", "seconds": 5}])
+    worker = pipeline.start("--concurrency", "1", "--lease", "1")
+    pipeline.wait_for(lambda: pipeline.runs() == {"hangs": 1}, 30, "the long run to start")
+    time.sleep(0.6)  # a monitor tick or two (a quarter of the lease)
+    (child,) = map(int, Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split())
+    os.kill(child, signal.SIGSTOP)
+    store = open_store(pipeline.store_url)
+    try:
+        time.sleep(1.5)  # the lease it can no longer renew runs out
+        claim = store.claim(pipeline.id_prefix + "hangs", "the-next-worker", 5)
+        assert claim.crashes == 1
+        store.release(claim)
+    finally:
+        store.close()
+        os.kill(child, signal.SIGCONT)

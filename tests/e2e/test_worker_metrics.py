@@ -26,5 +26,5 @@ def test_the_worker_serves_its_counters_at_metrics(pipeline: Pipeline) -> None:
     pipeline.publish([{"task_type": "count", "id": "a"}, {"task_type": "count", "id": "b"}])
     pipeline.start("--metrics-port", str(port))
     url = f"http://127.0.0.1:{port}/metrics"
-    done = f'tqadmin_jobs_total{{queue="{pipeline.queue}",task_type="count",outcome="done"}} 2'
+    done = 'tqadmin_task_runs_total{task_type="count"} 2.0'
     pipeline.wait_for(lambda: done in _scrape(url).splitlines(), 30, "both jobs in the metrics")

@@ -7,11 +7,14 @@ failure; the AMQP side through ``connection.connect`` against the real RabbitMQ.
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pika.exceptions as pe
+import pika.frame
+import pika.spec
 import pytest
 from fakes.management_api import (
     Answer,
@@ -268,6 +271,30 @@ def test_an_unknown_amqp_vhost_is_not_authorized_naming_the_vhost(isolated_env: 
     with pytest.raises(NotAuthorized) as info:
         connect("amqp://guest:guest@127.0.0.1:5672/no-such-vhost", timeout_s=5)
     assert "vhost 'no-such-vhost'" in str(info.value)
+
+
+def test_a_broker_that_drops_the_socket_mid_handshake_is_unreachable_not_a_refused_login(
+    isolated_env: Path,
+) -> None:
+    """pika reports it as a "probable authentication error"; a broker booting or going down does it, and
+    telling the user to check a password that is right would send them the wrong way."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def start_then_hang_up() -> None:
+            client, _ = server.accept()
+            client.recv(8)  # the protocol header
+            start = pika.spec.Connection.Start(server_properties={}, mechanisms=b"PLAIN", locales=b"en_US")
+            client.sendall(pika.frame.Method(0, start).marshal())
+            client.close()
+
+        threading.Thread(target=start_then_hang_up, daemon=True).start()
+        with pytest.raises(Unreachable) as info:
+            connect(f"amqp://guest:{SECRET}@127.0.0.1:{port}/%2F", timeout_s=5)
+    assert not isinstance(info.value, NotAuthorized)
+    assert "during the handshake" in str(info.value) and SECRET not in str(info.value)
 
 
 def test_a_listener_that_never_speaks_amqp_is_a_timeout(isolated_env: Path) -> None:

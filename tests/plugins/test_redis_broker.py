@@ -226,3 +226,31 @@ def test_after_a_redis_restart_a_new_consumer_leaves_a_live_holder_its_entries(u
         broker.close()
     finally:
         server.close()
+
+
+@pytest.mark.slow
+def test_after_a_redis_restart_a_consumer_that_sent_nothing_meanwhile_leaves_a_live_holder_its_entries(
+    unique: str,
+) -> None:
+    """A consumer whose window stayed full through the restart asked Redis nothing, and its client reconnects
+    without a word: it saw no failure, yet it too waits until the server has been up for two leases."""
+    from redis_servers import PersistentRedis
+
+    server = PersistentRedis()
+    try:
+        broker = Broker(unique, server.url)
+        queue = broker.queue("orders", jobs=2)
+        holder, held = broker.consume(queue, lease_s=2, prefetch=1)
+        delivery = held.get(timeout=5)
+        bystander, handed = broker.consume(queue, lease_s=2, prefetch=1)
+        own = handed.get(timeout=5)  # its window is full: its loop waits without a call to Redis
+        server.server.stop()
+        time.sleep(2.5)  # past the lease while Redis is away
+        server.server.start()
+        assert bystander.ack(own)  # room again: its next turn may look for abandoned entries
+        time.sleep(1.5)  # the holder's first renewal since comes a third of a lease on, after a failed try
+        assert handed.empty()
+        assert holder.alive(delivery) and holder.ack(delivery)
+        broker.close()
+    finally:
+        server.close()

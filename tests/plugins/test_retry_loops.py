@@ -19,6 +19,7 @@ from typing import Any
 
 import botocore.exceptions
 import pika.exceptions
+import pytest
 from tqadmin_rabbitmq.consuming import RabbitConsumer
 from tqadmin_rabbitmq.publishing import PublishRun
 from tqadmin_rabbitmq.session import Addressed
@@ -30,7 +31,7 @@ from tqadmin_sqs.consuming import SqsConsumer
 from tqadmin_sqs.queues import QueueInfo, Queues
 
 from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
-from tqadmin.errors import ConnectTimeout, Unreachable
+from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.background import PluginFault
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
@@ -96,6 +97,38 @@ def test_the_rabbitmq_consumer_reconnects_through_5000_failed_connections() -> N
     consumer.run(lambda _d: None)
     assert len(time.waits) == FAILURES
     bounded(time.waits, RECONNECT_CAP_S)
+
+
+def test_a_socket_dropped_mid_handshake_is_an_outage_but_a_refusal_the_broker_sends_ends_the_consumer() -> (
+    None
+):
+    """pika calls both a "probable" denial: a broker going down, booting or overloaded that drops the socket
+    during the handshake, and one that answers the login or vhost with ``Connection.Close``. Only the second
+    is the user's to fix; the first is waited out like any outage, from the first connection on."""
+    dropped = pika.exceptions.ProbableAccessDeniedError("StreamLostError: ('Transport indicated EOF',)")
+    said_no = pika.exceptions.ProbableAccessDeniedError(
+        'ConnectionClosedByBroker: (530) "NOT_ALLOWED - vhost nowhere not found"'
+    )
+    time = FakeTime()
+    refused = RabbitConsumer("amqp://guest:guest@127.0.0.1:1/", 1.0, "q", 1)
+    refused.retrying = time.retrying()
+    refused.run_once = lambda: said_no  # type: ignore[method-assign]
+    with pytest.raises(NotAuthorized, match="refused access to vhost"):
+        refused.run(lambda _d: None)
+
+    waiting = RabbitConsumer("amqp://guest:guest@127.0.0.1:1/", 1.0, "q", 1)
+    waiting.retrying = time.retrying()
+    calls = []
+
+    def run_once() -> BaseException | None:
+        calls.append(1)
+        if len(calls) == 3:
+            waiting.stop()
+        return dropped
+
+    waiting.run_once = run_once  # type: ignore[method-assign]
+    waiting.run(lambda _d: None)
+    assert len(calls) == 3, "it reconnected through the dropped handshakes"
 
 
 def test_the_rabbitmq_publisher_reconnects_through_5000_failed_connections_then_reports() -> None:

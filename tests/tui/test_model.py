@@ -7,10 +7,12 @@ import threading
 from tests.tui.seeding import SeededAdmin
 from tqadmin.admin.dead_letters import group_dead_letters
 from tqadmin.admin.filters import parse_filter
+from tqadmin.alerting.conditions import QueueContext, queue_alerts
+from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import Message, QueueListing, QueueStats
 from tqadmin.tui.actions import WatchedSession
-from tqadmin.tui.model import QueueBoard, alerts, retry_delay, sparkline
+from tqadmin.tui.model import QueueBoard, sparkline
 from tqadmin.tui.text import clean, literal
 
 
@@ -42,17 +44,30 @@ def test_sparkline_scales_to_its_own_maximum_draws_zero_empty_and_a_flat_depth_l
 
 def test_a_queue_over_any_threshold_says_why() -> None:
     queue = QueueStats("q", 500, 500, 0, 0, oldest_age_s=700.0, dlq="q.dlq", dlq_messages=3)
-    reasons = alerts(queue, Thresholds(depth=100, oldest_age_s=600.0, dlq_messages=1))
-    assert len(reasons) == 3
-    assert alerts(QueueStats("q", 1, 1, 0, 1), Thresholds(depth=100)) == ()
+    reasons = queue_alerts(queue, Thresholds(depth=100, oldest_age_s=600.0, dlq_messages=1))
+    assert len(reasons) == 4, "depth, age, dead letters, and ready with no consumer"
+    assert queue_alerts(QueueStats("q", 1, 1, 0, 1), Thresholds(depth=100)) == {}
+
+
+def test_ready_messages_nobody_consumes_and_a_queue_whose_workers_all_died_need_a_look() -> None:
+    unconsumed = QueueStats("q", 5, 5, 0, 0)
+    assert list(queue_alerts(unconsumed, Thresholds())) == ["TqadminQueueNoConsumer"]
+    assert queue_alerts(unconsumed, Thresholds(), QueueContext(dead_letter_queue=True)) == {}, (
+        "nobody reads a DLQ"
+    )
+    served = QueueStats("q", 0, 0, 0, 1)
+    assert list(queue_alerts(served, Thresholds(), QueueContext(dead_workers=2))) == [
+        "TqadminQueueWorkersDead"
+    ]
+    assert queue_alerts(served, Thresholds(), QueueContext(live_workers=1, dead_workers=2)) == {}
 
 
 def test_a_failing_api_is_retried_no_slower_than_two_refreshes_and_no_faster_than_once_a_second() -> None:
     """A dashboard at a 5 s refresh used to wait 20 s after two timeouts, and 60 s after a few more."""
     for refresh in (0.2, 0.5, 1.0, 2.0, 5.0, 30.0):
-        delays = [retry_delay(n, refresh) for n in range(1, 1000)]
+        delays = [poll_retry_delay(n, refresh) for n in range(1, 1000)]
         assert all(max(1.0, refresh) <= d <= max(1.0, 2 * refresh) for d in delays), refresh
-    assert [retry_delay(n, 5.0) for n in range(4)] == [5.0, 5.0, 7.5, 7.5]
+    assert [poll_retry_delay(n, 5.0) for n in range(4)] == [5.0, 5.0, 7.5, 7.5]
 
 
 def test_broker_strings_lose_escape_sequences_and_keep_their_brackets() -> None:
@@ -107,3 +122,12 @@ def test_a_work_queue_a_retry_queue_dead_letters_into_is_not_listed_as_a_dead_le
         "jobs-dead": queue("jobs-dead"),
     }
     assert dead_letter_queues(dict(stats)) == ["jobs-dead", "work.dlq"]
+
+
+def test_the_overview_paints_a_queue_red_when_its_workers_are_all_dead() -> None:
+    from tqadmin.tui.widgets.queue_table import row_text
+
+    served = QueueStats("q", 0, 0, 0, 1)
+    assert not any("red" in str(span.style) for span in row_text(served, QueueBoard(), Thresholds()).spans)
+    dead = row_text(served, QueueBoard(), Thresholds(), QueueContext(dead_workers=1))
+    assert any(str(span.style) == "bold red" for span in dead.spans)

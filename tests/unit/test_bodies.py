@@ -33,6 +33,31 @@ def test_a_body_nested_100000_deep_is_malformed_not_a_recursion_error(body: byte
         load_json(body)
 
 
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_a_body_is_a_job_up_to_32_levels_deep_and_malformed_past_them(opening: str) -> None:
+    closing = "]" if opening == "[" else "}"
+    for levels, ok in ((30, True), (31, False)):  # the job's object and the innermost value: 2 levels more
+        body = f'{{"task_type": "t", "x": {opening * levels}1{closing * levels}}}'.encode()
+        if ok:
+            assert Message(body).read_job()["task_type"] == "t"
+        else:
+            with pytest.raises(MalformedJob, match="nests deeper than 32 levels"):
+                Message(body).read_job()
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    body = ('{"task_type": "t", "s": "' + "[{" * 40 + '"}').encode()
+    assert Message(body).read_job()["s"] == "[{" * 40
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_body_with_a_non_finite_number_is_malformed(constant: str) -> None:
+    body = f'{{"task_type": "t", "x": {constant}}}'.encode()
+    with pytest.raises(MalformedJob, match=f"{constant} is not valid JSON"):
+        Message(body).read_job()
+    assert load_json(body.decode())["x"] != 0  # JSON a plugin stores beside a body may hold them
+
+
 def test_an_import_file_whose_line_nests_100000_deep_is_refused_naming_the_line(tmp_path: Path) -> None:
     path = tmp_path / "deep.jsonl"
     path.write_bytes(b'{"body": "{}"}\n' + DEEP[0] + b"\n")

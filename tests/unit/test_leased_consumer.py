@@ -152,6 +152,30 @@ def test_a_renewal_the_broker_cannot_answer_loses_nothing() -> None:
     assert all(consumer.alive(d) for d in out)
 
 
+def test_a_delivery_whose_ack_waits_to_be_sent_is_renewed_until_the_broker_answers_the_ack() -> None:
+    consumer = Settled(Clock())
+    first, second = held(consumer, 2)
+    consumer.ack(first)  # the broker is away: the settler has not sent it
+    assert consumer.extend([], 10.0) == []
+    assert consumer.renewed == [["t0"]]  # asked for nothing, renewed what it owes an ack
+    consumer.ack(second)
+    consumer.settle_error = Unreachable("tiny cannot be reached")
+    consumer.drained()
+    consumer.settle_retrying = Clock().retrying()
+    consumer._settle_loop()  # fails until given up after the drain: no longer renewed either
+    consumer.renewed.clear()
+    assert consumer.extend([], 10.0) == [] and consumer.renewed == []
+
+
+def test_an_ack_the_broker_answered_is_not_renewed_any_more() -> None:
+    consumer = Tiny(Clock())
+    (delivery,) = held(consumer, 1)
+    consumer.ack(delivery)
+    with consumer.queued() as (acks, _releases):
+        assert acks == ["t0"]
+    assert consumer.extend([delivery], 10.0) == [] and consumer.renewed == []
+
+
 def test_lost_tokens_are_remembered_up_to_a_bound() -> None:
     clock = Clock()
     consumer = Tiny(clock, prefetch=LOST_KEPT + 5)

@@ -89,7 +89,7 @@ def test_snapshots_round_trip_through_compact_json() -> None:
     telemetry = Telemetry()
     _run(telemetry, done=3, failed=1)
     telemetry.deduplicated("q", "resize")
-    telemetry.dead_lettered("q", "(malformed)")
+    telemetry.dead_lettered("q", "(malformed)", "malformed")
     snapshot = WorkerSnapshot("w-1", "box", 42, ("q", "r"), 1.5, 9.25, ("job-7",), telemetry.read())
     decoded = WorkerSnapshot.decode(snapshot.encode())
     assert decoded == snapshot

@@ -14,12 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from tqadmin.backoff import START_WAIT_S
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
 from tqadmin.masking import MaskingFormatter
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Publish, Scheduler
 from tqadmin.pipeline.cron.sink import SINK_ENV, RedisListSink
+from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.store.lease import open_cron_store
 
 
@@ -91,7 +93,8 @@ def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
 
     with ctx.plugin().transport(ctx.broker_config()) as transport:
         publish = TransportPublish(transport)
-        publish.declare(sorted(queues))  # connects: a refused login or a dead broker ends here
+        # Connects: a refused login ends here; a broker still booting is waited for, START_WAIT_S at most.
+        once_reachable(lambda: publish.declare(sorted(queues)), Retrying(), START_WAIT_S, "no broker yet")
         yield publish
 
 

@@ -10,16 +10,18 @@ import argparse
 import os
 import re
 import sys
+from pathlib import Path
 
 from tqadmin.commands.arguments import fraction, positive
 from tqadmin.commands.context import CommandContext
-from tqadmin.config import plugin_environment
+from tqadmin.config import Settings, plugin_environment
 from tqadmin.demo.chaos import Chaos
 from tqadmin.demo.cron import cron_commands, write_schedule
 from tqadmin.demo.cron import namespace as cron_namespace
 from tqadmin.demo.layout import plan
 from tqadmin.demo.orchestrator import (
     Demo,
+    Wiring,
     WorkerOptions,
     default_log_dir,
     stop_on_signals,
@@ -27,6 +29,7 @@ from tqadmin.demo.orchestrator import (
     worker_env,
 )
 from tqadmin.demo.processes import Supervisor
+from tqadmin.demo.summary import Summary
 from tqadmin.demo.traffic import Traffic
 from tqadmin.errors import ExitCode, UsageError
 
@@ -113,38 +116,56 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         progress=lambda text: ctx.progress(f"demo: {text}"),
         cron=cron,
     )
-    if app_class is None:
-        duration = args.duration or HEADLESS_DURATION_S
-        ctx.progress(
-            f"demo: {len(layout.worker_queues)} worker(s) on {', '.join(layout.queues)}, a cron of"
-            f" {len(cron.children)} instances, "
-            f"{args.rate:g} jobs/s for {duration:g} s (Ctrl-C stops early); worker logs in {log_dir}"
-        )
-        with stop_on_signals(demo):
-            try:
-                demo.start()
-                demo.wait(duration, report_every_s=REPORT_EVERY_S)
-            finally:
-                summary = demo.finish()
-    else:
-        from tqadmin.demo.dashboard import run_with_dashboard
-        from tqadmin.demo.focus import focused_factory
-        from tqadmin.tui.connect import connect_admin
-        from tqadmin.tui.sources import StoreCron
+    from tqadmin.demo.metrics import serve_metrics
 
-        telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
-        admin_factory = focused_factory(connect_admin, layout)
-        schedules = StoreCron(settings.store_url, settings.timeout_s, cron_namespace(layout))
-        with stop_on_signals(demo):
-            summary = run_with_dashboard(
-                demo,
-                lambda: app_class(
-                    settings=settings, telemetry=telemetry, admin_factory=admin_factory, cron=schedules
-                ),
-                args.duration,
-            )
-    ctx.emit(summary.to_json(), summary.render)
+    with serve_metrics(settings, cron_namespace(layout), lambda text: ctx.progress(f"demo: {text}")) as url:
+        if app_class is None:
+            summary = _headless(args, ctx, demo, log_dir)
+        else:
+            summary = _on_the_dashboard(args, settings, demo, wiring, app_class)
+    ctx.emit(
+        {**summary.to_json(), "metrics_url": url},
+        lambda: f"{summary.render()}\nPrometheus metrics were served at {url} (docs/exporter.md)",
+    )
     return int(ExitCode.OK)
+
+
+def _headless(args: argparse.Namespace, ctx: CommandContext, demo: Demo, log_dir: Path) -> Summary:
+    duration = args.duration or HEADLESS_DURATION_S
+    layout, cron = demo.layout, demo.cron
+    ctx.progress(
+        f"demo: {len(layout.worker_queues)} worker(s) on {', '.join(layout.queues)}, a cron of"
+        f" {len(cron.children) if cron else 0} instances, "
+        f"{args.rate:g} jobs/s for {duration:g} s (Ctrl-C stops early); worker logs in {log_dir}"
+    )
+    with stop_on_signals(demo):
+        try:
+            demo.start()
+            demo.wait(duration, report_every_s=REPORT_EVERY_S)
+        finally:
+            summary = demo.finish()
+    return summary
+
+
+def _on_the_dashboard(
+    args: argparse.Namespace, settings: Settings, demo: Demo, wiring: Wiring, app_class: type
+) -> Summary:
+    from tqadmin.demo.dashboard import run_with_dashboard
+    from tqadmin.demo.focus import focused_factory
+    from tqadmin.tui.connect import connect_admin
+    from tqadmin.tui.sources import StoreCron
+
+    telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
+    admin_factory = focused_factory(connect_admin, demo.layout)
+    schedules = StoreCron(settings.store_url, settings.timeout_s, cron_namespace(demo.layout))
+    with stop_on_signals(demo):
+        return run_with_dashboard(
+            demo,
+            lambda: app_class(
+                settings=settings, telemetry=telemetry, admin_factory=admin_factory, cron=schedules
+            ),
+            args.duration,
+        )
 
 
 def _dashboard() -> type:

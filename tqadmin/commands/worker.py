@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 from tqadmin import logs
 from tqadmin.commands.arguments import positive
@@ -14,11 +16,16 @@ from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
+from tqadmin.pipeline.ledger import RunLedger, charge_crashes
 from tqadmin.pipeline.supervisor import Restart, restarts, supervise
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.background import PluginFault
 from tqadmin.telemetry.endpoint import MetricsServer
+from tqadmin.telemetry.prometheus import worker_families
+
+if TYPE_CHECKING:
+    from tqadmin.store.base import StateStore
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -83,15 +90,20 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.settings.refuse_if_read_only("worker")  # it acks, retries and dead-letters: a write, refused first
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
+    # Made before the fork, so the supervisor reads what a dead child left there (docs: the run ledger).
+    ledger = RunLedger(2 * settings.concurrency) if settings.dedup else None
 
-    def child() -> int:
+    def opening() -> StateStore:
         from tqadmin.store.factory import open_store
 
+        return open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+
+    def child() -> int:
         try:
-            store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
+            store = opening()
             store.check()
             with ctx.plugin().transport(ctx.broker_config()) as transport:
-                worker = Worker(settings, transport, store, registry, restarts=restarts())
+                worker = Worker(settings, transport, store, registry, restarts=restarts(), ledger=ledger)
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())
                 with _metrics(args, worker):
@@ -111,7 +123,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             return int(ExitCode.INTERNAL)
         return 0
 
-    return supervise(child)
+    return supervise(
+        child, on_death=None if ledger is None else functools.partial(charge_crashes, ledger, opening)
+    )
 
 
 def _metrics(args: argparse.Namespace, worker: Worker) -> AbstractContextManager[object]:
@@ -119,4 +133,4 @@ def _metrics(args: argparse.Namespace, worker: Worker) -> AbstractContextManager
     restarted process serves again on the same port)."""
     if args.metrics_port is None:
         return nullcontext()
-    return MetricsServer(args.metrics_host, args.metrics_port, worker.snapshot)
+    return MetricsServer(args.metrics_host, args.metrics_port, lambda: worker_families(worker.snapshot()))

@@ -133,9 +133,11 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
     seconds). Retries wait one of two ways: in delay queues of their own (RabbitMQ's tiers, marked
     ``delay_for``), found in the listing and counted again unless it reports them empty; or beside the queue
     (a Redis delay set, SQS's delayed messages, a due time), reported as the queue's ``delayed``, which is
-    added only for a queue no delay queue feeds (there ``delayed`` is the tiers' sum, already counted).
+    added only for a queue no delay queue feeds (there ``delayed`` is the tiers' sum, already counted) and
+    only where the count left them out (SQLite's rows waiting out a due time are in it).
     """
-    counts = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
+    exact = {name: _exact_count(admin, name) for name in (*layout.queues, *layout.dead_letter_queues)}
+    counts = {name: count for name, (count, _) in exact.items()}
     note = ""
     try:
         listed = admin.list_queues().queues
@@ -147,8 +149,13 @@ def read_broker(admin: BrokerAdmin, layout: Layout, baseline: BrokerView | None 
         if not layout.owns(queue.name):
             continue
         if queue.name not in counts and queue.messages:
-            counts[queue.name] = _exact_count(admin, queue.name)
-        elif queue.name in layout.queues and queue.name not in fed_by_delay_queues and queue.delayed:
+            counts[queue.name] = _exact_count(admin, queue.name)[0]
+        elif (
+            queue.name in layout.queues
+            and queue.name not in fed_by_delay_queues
+            and queue.delayed
+            and not exact[queue.name][1]
+        ):
             counts[queue.name] += queue.delayed
     dead_letters = {name: counts[name] for name in layout.dead_letter_queues}
     return BrokerView(
@@ -177,7 +184,8 @@ def _reasons(
     return dict(reasons)
 
 
-def _exact_count(admin: BrokerAdmin, queue: str) -> int:
-    """The broker's own count (the management API's figures lag by seconds); nothing is consumed."""
+def _exact_count(admin: BrokerAdmin, queue: str) -> tuple[int, bool]:
+    """The broker's own count (the management API's figures lag by seconds), and whether it includes the
+    messages waiting out a retry delay; nothing is consumed."""
     with admin.open_transfer(queue) as session:
-        return session.count_at_start()
+        return session.count_at_start(), session.takes_delayed

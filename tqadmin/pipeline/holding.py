@@ -30,9 +30,9 @@ class HoldingConsumer(Consumer):
             return list(self._held.values())
 
     def extend_held(self, lease_s: float) -> list[Delivery]:
-        """Extend every delivery held now; returns those the broker already gave to someone else."""
-        held = self.held()
-        lost = self.inner.extend(held, lease_s) if held else []
+        """Extend every delivery held now (asked even when none is: the plugin also renews what it has yet
+        to ack); returns those the broker already gave to someone else."""
+        lost = self.inner.extend(self.held(), lease_s)
         self._forget(lost)
         return lost
 

@@ -4,8 +4,10 @@ Every ``min(0.5 s, lease/4, heartbeat)`` it abandons the runs past ``--job-timeo
 failed run by a fresh thread, which then serves as the job thread it replaces), gives back the claims of
 deliveries lost with a connection when no trip came to do it, renews every lease a third of the way through
 (the claims of the runs under way and of the ready jobs waiting, and where the broker leases deliveries the
-deliveries held, prefetched ones included), and writes the heartbeat with the worker's telemetry. It also
-acts on a stop asked for by a signal handler, which may only set a flag.
+deliveries held, prefetched ones included), records in the store the starts of runs under way since its last
+tick that only the run ledger holds (:mod:`tqadmin.pipeline.ledger`: a process that hangs instead of dying
+charges them a crash all the same), and writes the heartbeat with the worker's telemetry. It also acts on a
+stop asked for by a signal handler, which may only set a flag.
 """
 
 from __future__ import annotations
@@ -95,17 +97,23 @@ class Monitor:
             if s.job_timeout_s is not None:
                 for run in self._running.late(now, s.job_timeout_s):
                     spawn(functools.partial(self._replace, run, s.job_timeout_s, serve))
-            try:
-                if self._trips is not None:
-                    self._release_lost()
-                if now >= next_renew:
-                    next_renew = now + s.lease_s / 3
-                    self._renew()
-                if now >= next_beat:
-                    next_beat = now + s.heartbeat_s
-                    self._heartbeat.beat()
-            except TqadminError as exc:
-                log.warning("state store: %s", exc)
+            # Each step on its own: the store being away must not keep the broker's leases from renewal.
+            if now >= next_renew:
+                next_renew = now + s.lease_s / 3
+                _warn_on_trouble(self._renew)
+            if self._trips is not None:
+                _warn_on_trouble(self._release_lost)
+                _warn_on_trouble(functools.partial(self._record_starts, self._trips, now - tick))
+            if now >= next_beat:
+                next_beat = now + s.heartbeat_s
+                self._heartbeat.beat()
+
+    def _record_starts(self, trips: StoreTrips, started_before: float) -> None:
+        runs = self._running.unrecorded(started_before)
+        if runs:
+            trips.start_many([r.claim for r in runs if r.claim is not None])
+            for run in runs:
+                run.recorded = True
 
     def _renew(self) -> None:
         if self._holding is not None:
@@ -126,3 +134,11 @@ class Monitor:
         replaces (which stays stuck in the run until the task returns)."""
         self._settler.timed_out(run, limit_s)
         serve()
+
+
+def _warn_on_trouble(step: Callable[[], None]) -> None:
+    """``step()``, a warning when the broker or the store fails it (the next tick tries again)."""
+    try:
+        step()
+    except TqadminError as exc:
+        log.warning("%s", exc)

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 
 from tqadmin.pipeline.gate import SoloGate
+from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Outcome, Run
 from tqadmin.pipeline.retry import Failure
 from tqadmin.pipeline.settler import Settler
-from tqadmin.pipeline.starts import GroupStart
+from tqadmin.pipeline.starts import RunStarts
 from tqadmin.pipeline.tasks import FatalError, TaskContext, job_logger
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import OUTSIDE, Trouble
@@ -107,6 +108,16 @@ class Running:
     def stuck(self, thread: threading.Thread) -> bool:
         return thread.ident in self._stuck
 
+    def unrecorded(self, started_before: float) -> list[Run]:
+        """The claimed runs under way since before ``started_before`` whose starts the store has not heard of
+        (they are in the run ledger only): for the monitor to record."""
+        with self._lock:
+            return [
+                r
+                for r in self._runs.values()
+                if r.claim is not None and not r.recorded and not r.abandoned and r.started < started_before
+            ]
+
     def claims(self) -> list[Claim]:
         """The claims of the runs under way, to renew."""
         with self._lock:
@@ -131,6 +142,7 @@ class Runner:
         running: Running,
         telemetry: Telemetry,
         trouble: Trouble,
+        ledger: RunLedger | None = None,
     ) -> None:
         self._queue = queue
         self._consumer = consumer
@@ -139,7 +151,7 @@ class Runner:
         self._running = running
         self._telemetry = telemetry
         self._trouble = trouble
-        self._starts = GroupStart[Claim](trips.start_many) if trips is not None else None
+        self._starts = RunStarts(trips.start_many, ledger) if trips is not None else None
 
     def guarded(self, delivery: Delivery | None, step: Callable[[], Outcome]) -> Outcome:
         """``step()``; when the store or the broker fails, give ``delivery`` back and pause.
@@ -231,7 +243,7 @@ class Runner:
         job = run.job
         if run.claim is not None:
             assert self._starts is not None
-            if not self._starts.start(run.claim):  # the store raising: guarded
+            if not self._starts.begin(run):  # the store raising: guarded
                 log.warning("job %s: claim superseded before its run started; not run here", job.id)
                 self._running.withdraw(run)
                 self._consumer.release([run.delivery])
@@ -251,6 +263,8 @@ class Runner:
         except (Exception, SystemExit) as exc:  # sys.exit() in a task must not end its job thread silently
             failure = Failed(Failure.TRANSIENT, exc)
         run.run_s = time.monotonic() - run.started
+        if self._starts is not None:
+            self._starts.end(run)
         if not self._running.ended(run):  # timed out: the monitor already settled it and released the claim
             return ABANDONED
         return self._settler.finish(run, ctx, failure)

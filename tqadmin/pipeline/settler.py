@@ -215,7 +215,7 @@ class Settler:
             now_s=time.time(),
         )
         if self._consumer.dead_letter(delivery, headers):
-            self._telemetry.dead_lettered(self._queue, task_type)
+            self._telemetry.dead_lettered(self._queue, task_type, reason)
         log.warning("dead-lettered a %s job (%s): %s", task_type, reason, clip_error(error)[:200])
 
 

@@ -1,10 +1,12 @@
-"""Runs are recorded as started in the store before they start, the job threads' records sent together.
+"""Every claimed run is recorded as started before its task runs: in the run ledger, else in the store.
 
-A crash is charged only to a job whose run had started when its worker died: the store must hear of the start
-before the task runs (a poison job kills the process a moment later). That is a round trip before every run,
-so the job threads share them: whichever thread needs one while none is on the wire sends every start waiting
-then in one ``start_many``; the threads whose starts went out with it take their answers from it. With ``n``
-threads finishing jobs faster than a round trip, a round trip carries up to ``n`` starts.
+A crash is charged only to a job whose run had started when its worker died, so the start must be on record
+before the task runs (a poison job kills the process a moment later). Under a supervisor it goes into the
+:class:`~tqadmin.pipeline.ledger.RunLedger`, no round trip; the supervisor hands what is left there to the
+store if the process dies. Without a ledger (a worker run in-process) or when a run does not fit it, the store
+hears of the start first, and the job threads share those round trips (:class:`GroupStart`): whichever
+thread needs one while none is on the wire sends every start waiting then in one ``start_many``; the threads
+whose starts went out with it take their answers from it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
+
+from tqadmin.pipeline.ledger import RunLedger
+from tqadmin.pipeline.outcomes import Run
+from tqadmin.store.base import Claim
 
 C = TypeVar("C")  # a claim
 
@@ -61,3 +67,31 @@ class GroupStart(Generic[C]):
                 slot.answer = answer
             self._on_wire = False
             self._changed.notify_all()
+
+
+class RunStarts:
+    """Records the starts of claimed runs in ``ledger`` when there is one, else through the store ``send``
+    (a ``start_many``)."""
+
+    def __init__(self, send: Callable[[Sequence[Claim]], list[bool]], ledger: RunLedger | None) -> None:
+        self._group = GroupStart[Claim](send)
+        self._ledger = ledger
+
+    def begin(self, run: Run) -> bool:
+        """Record that ``run`` starts; ``False`` when the store found its claim superseded (do not run it).
+        Raises what a store round trip raised."""
+        claim = run.claim
+        assert claim is not None
+        if self._ledger is not None:
+            run.slot = self._ledger.enter(claim.job_id, claim.token)
+            if run.slot is not None:
+                return True
+        run.recorded = True
+        return self._group.start(claim)
+
+    def end(self, run: Run) -> None:
+        """``run``'s task has returned: its slot, if it had one, is free."""
+        if run.slot is not None:
+            assert self._ledger is not None
+            self._ledger.leave(run.slot)
+            run.slot = None

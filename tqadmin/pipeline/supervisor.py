@@ -47,9 +47,10 @@ def restarts() -> int:
     return _restarts[0]
 
 
-def supervise(target: Callable[[], int]) -> int:
+def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None = None) -> int:
     """Run ``target`` in a forked child until it returns; restart it whenever it dies instead, or returns
-    a :class:`Restart`.
+    a :class:`Restart`. ``on_death()`` runs each time a child died without saying so, before anything else
+    (the worker charges a crash to the runs it left in its :class:`~tqadmin.pipeline.ledger.RunLedger`).
 
     SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
     returned.
@@ -82,6 +83,8 @@ def supervise(target: Callable[[], int]) -> int:
             said = os.read(status_r, 2)
             os.close(status_r)
             os.close(life_w)
+            if not said and on_death is not None:
+                on_death()
             if said[:1] and said[1:] != b"\x01":
                 return said[0]
             if stopping:

@@ -37,8 +37,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from tqadmin.backoff import START_WAIT_S
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.intake import Intake
+from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
 from tqadmin.pipeline.running import Runner, Running
@@ -47,6 +49,7 @@ from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.tasks import TaskRegistry
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import Trouble
+from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import Telemetry
@@ -67,9 +70,13 @@ class Worker:
         *,
         rng: random.Random | None = None,
         restarts: int = 0,
+        ledger: RunLedger | None = None,
     ) -> None:
         self.settings = settings
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
+        self._ledger = ledger  # where its runs' starts go, for its supervisor to read (None: to the store)
+        if ledger is not None:
+            ledger.clear()  # what a dead predecessor left there is its supervisor's business, already done
         self.transport = transport
         self.store = store
         self.registry = registry
@@ -103,7 +110,8 @@ class Worker:
     def run(self) -> None:
         """Declare, consume until :meth:`stop` has drained the in-flight jobs, then say goodbye."""
         s = self.settings
-        self.transport.declare(s.queue)
+        waiting = Retrying(sleep=self._stopping.wait)  # a stop cuts the wait short
+        once_reachable(lambda: self.transport.declare(s.queue), waiting, START_WAIT_S, "no broker yet")
         for warning in self.transport.consumer_warnings(s.queue, s.job_timeout_s):
             log.warning("%s", warning)
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
@@ -121,6 +129,7 @@ class Worker:
             running=self._running,
             telemetry=self.telemetry,
             trouble=self._trouble,
+            ledger=self._ledger,
         )
         intake = Intake(
             s,

@@ -107,6 +107,10 @@ class TransferSession(Closing):
     never fetched twice), and everything not acked when the session closes goes back to its queue.
     """
 
+    #: Whether the session takes messages waiting out a retry delay beside the queue (so they are in its
+    #: :meth:`count_at_start`); a reader adding the listing's ``delayed`` would count them twice.
+    takes_delayed: bool = False
+
     @abstractmethod
     def count_at_start(self) -> int:
         """How many messages the queue held when the session opened: the most it will fetch, so that a

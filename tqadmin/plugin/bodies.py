@@ -37,12 +37,17 @@ def load_json(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH, constant
     refuses NaN and Infinity."""
     too_deep = f"nests deeper than {max_depth} levels"
     try:
-        value = json.loads(data) if constants else json.loads(data, parse_constant=_refuse_constant)
+        if constants:
+            value = json.loads(data)
+        elif isinstance(data, str) and not data.startswith("\ufeff"):
+            value = _STRICT.decode(data)  # what json.loads does with a str, without a decoder per call
+        else:
+            value = json.loads(data, parse_constant=_refuse_constant)
     except RecursionError:
         raise ValueError(too_deep) from None
     except ValueError as exc:  # UnicodeDecodeError too
         raise ValueError(f"is not JSON: {exc}") from None
-    if _depth(value, max_depth) > max_depth:
+    if _may_nest_deeper(data, max_depth) and _depth(value, max_depth) > max_depth:
         raise ValueError(too_deep)
     return value
 
@@ -69,6 +74,16 @@ def job_object(
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _may_nest_deeper(data: bytes | str, limit: int) -> bool:
+    """Whether JSON text ``data`` can nest deeper than ``limit`` at all: each level past the first opens a
+    bracket, so fewer than ``limit`` of them (in strings too) settle it without walking the value, as for
+    nearly every job. Only text is counted; bytes (UTF-16 or 32 maybe) are always walked."""
+    return not isinstance(data, str) or data.count("{") + data.count("[") >= limit
 
 
 def _depth(value: Any, limit: int) -> int:

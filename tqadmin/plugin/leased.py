@@ -86,6 +86,7 @@ class LeasedConsumer(Consumer):
         self._held: dict[object, _Lease] = {}  # token -> what is handed out and not settled or lost
         self._lost: dict[object, None] = {}  # tokens found passed to another consumer (the latest LOST_KEPT)
         self._acks: list[object] = []  # tokens queued to be acked
+        self._acking: dict[object, Delivery] = {}  # acks queued or in flight, renewed until confirmed
         self._releases: list[object] = []  # tokens queued to be given back
         self._stop = threading.Event()
         self._drained = threading.Event()
@@ -206,6 +207,7 @@ class LeasedConsumer(Consumer):
         except BaseException:
             self._requeue(acks, releases)
             raise
+        self._acked(acks)
 
     def _dequeue(self, limit: int | None) -> tuple[list[object], list[object]]:
         """Up to ``limit`` queued acks and as many releases, off the queue."""
@@ -213,6 +215,12 @@ class LeasedConsumer(Consumer):
             acks, releases = self._acks[:limit], self._releases[:limit]
             del self._acks[: len(acks)], self._releases[: len(releases)]
         return acks, releases
+
+    def _acked(self, acks: Sequence[object]) -> None:
+        """Acks the broker answered (taken or refused): no longer renewed."""
+        with self._cond:
+            for token in acks:
+                self._acking.pop(token, None)
 
     def _requeue(self, acks: list[object], releases: list[object]) -> None:
         """Put settles that did not go through back in front of the queue."""
@@ -241,11 +249,13 @@ class LeasedConsumer(Consumer):
                     log.warning(
                         "%s: %s; %d acks not sent (those jobs run again)", self.broker_name, exc, len(acks)
                     )
+                    self._acked(acks)
                     continue
                 self._requeue(acks, releases)
                 log.warning("%s: %s; acks are sent again shortly", self.broker_name, exc)
                 self.settle_retrying.wait(delay)
                 continue
+            self._acked(acks)
             self.settle_retrying.succeeded()
 
     # -- any thread -----------------------------------------------------------------------------------
@@ -301,6 +311,7 @@ class LeasedConsumer(Consumer):
         with self._cond:
             if token is not None:
                 self._acks.append(token)
+                self._acking[token] = delivery
             self._cond.notify_all()  # the settle to send, or at least the slot freed
         if token is None:
             return False
@@ -318,15 +329,21 @@ class LeasedConsumer(Consumer):
     def extend(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
         """Renew what is still held, in batches; returns what this consumer no longer holds (lost now or
         before; not what was settled meanwhile). A renewal the broker cannot answer loses nothing yet:
-        the next one tries again before the deadline."""
+        the next one tries again before the deadline.
+
+        Deliveries whose acks wait to be sent are renewed too, whatever the caller passed: a job done while
+        the broker was away keeps its entry until the ack lands, rather than leave it to idle past its lease
+        and run again elsewhere. What the broker says of those is not reported: the ack will tell."""
         with self._cond:
             leases = [(d, self._held.get(d.token)) for d in deliveries]
             lost = [d for d, lease in leases if lease is None and d.token in self._lost]
+            acking = list(self._acking.values())
         live: list[Delivery] = []
         for delivery, lease in leases:
             if lease is not None:
                 final = self.lease_ends_with_deadline and not self.within(delivery, lease.deadline)
                 (lost if final else live).append(delivery)
+        live += acking
         for start in range(0, len(live), self.extend_batch):
             batch = live[start : start + self.extend_batch]
             asked = time.monotonic()

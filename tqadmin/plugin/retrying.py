@@ -9,10 +9,16 @@ thousands of failures through a plugin's loop in no time and checks every wait i
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from tqadmin.backoff import Backoff, reconnect_backoff
+from tqadmin.errors import ConnectError, NotAuthorized
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Sleep = Callable[[float], object]
 """Wait this many seconds (``time.sleep``, or a stop event's ``wait`` so that a stop cuts the wait short)."""
@@ -59,3 +65,23 @@ class Retrying:
     def failing_for(self) -> float:
         """Seconds since the first of the failures in a row (0 when the last try went through)."""
         return 0.0 if self._since is None else self.clock() - self._since
+
+
+def once_reachable(attempt: Callable[[], T], retrying: Retrying, budget_s: float, what: str) -> T:
+    """What ``attempt()`` returns once the broker lets it through, waiting out one that cannot be reached yet.
+
+    A worker or cron started beside a broker that is still booting (a compose file, a node restarted with
+    its clients), or one that drops connections mid-handshake under load, would otherwise exit at its first
+    connection while the same outage a minute later is waited out. A refusal (the login, the vhost, a
+    permission) is the user's to fix and ends it at once; so does anything that is not a connection
+    failure, and the budget: after ``budget_s`` of failures in a row the last one is raised (exit 3).
+    """
+    while True:
+        try:
+            return attempt()
+        except ConnectError as exc:
+            if isinstance(exc, NotAuthorized) or retrying.failing_for() >= budget_s:
+                raise
+            delay = retrying.failed()
+            log.warning("%s (%s); trying again in %.1f s", what, exc, delay)
+            retrying.wait(delay)

@@ -46,6 +46,14 @@ CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms);
 _DONE_AMONG_CHUNK = 500
 
 
+def apply_schema(db: sqlite3.Connection, schema: str) -> None:
+    """Run each ``;``-separated statement of ``schema`` inside the caller's transaction (``executescript``
+    would commit it first)."""
+    for statement in schema.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 class _EffectFailed(Exception):
     """Carries an effect's exception through the store's error translation untouched."""
 
@@ -75,9 +83,7 @@ class SQLiteStore(StateStore):
         self._retention = retention or Retention()
         self._clock = clock
         with self._file.write() as db:
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            apply_schema(db, SCHEMA)
 
     @classmethod
     def from_url(

@@ -14,6 +14,8 @@ from typing import Any
 from tqadmin.telemetry.histogram import Histogram
 
 COUNTERS = ("done", "failed", "retried", "dead_lettered", "deduplicated")
+UNKNOWN_REASON = "unknown"
+"""The reason given to dead letters counted by a worker that did not record reasons (an older version)."""
 StatsKey = tuple[str, str]
 """(queue, task_type)"""
 
@@ -25,7 +27,9 @@ class TaskStats:
     ``done`` and ``failed`` count runs (a job retried twice then done is 2 failed + 1 done); ``retried`` and
     ``dead_lettered`` count what became of failures (dead-lettering also covers jobs never run: malformed,
     unknown task, crash loop); ``deduplicated`` counts deliveries of done jobs acked without running.
-    ``wait`` is published -> started, ``run`` is the run time, both in seconds.
+    ``wait`` is published -> started, ``run`` is the run time, both in seconds. ``dead_letter_reasons``
+    splits ``dead_lettered`` by ``x-tq-reason``; :meth:`by_reason` gives the split with what older
+    workers counted without a reason as :data:`UNKNOWN_REASON`, so the parts always add up.
     """
 
     done: int = 0
@@ -35,6 +39,15 @@ class TaskStats:
     deduplicated: int = 0
     wait: Histogram = field(default_factory=Histogram)
     run: Histogram = field(default_factory=Histogram)
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+
+    def by_reason(self) -> dict[str, int]:
+        """Dead letters by reason, adding up to ``dead_lettered``."""
+        reasons = {reason: n for reason, n in self.dead_letter_reasons.items() if n > 0}
+        unknown = self.dead_lettered - sum(reasons.values())
+        if unknown > 0:
+            reasons[UNKNOWN_REASON] = reasons.get(UNKNOWN_REASON, 0) + unknown
+        return reasons
 
     def counts(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTERS}
@@ -44,6 +57,8 @@ class TaskStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.wait.add(other.wait)
         self.run.add(other.run)
+        for reason, n in other.by_reason().items():
+            self.dead_letter_reasons[reason] = self.dead_letter_reasons.get(reason, 0) + n
 
     def copy(self) -> TaskStats:
         clone = TaskStats()
@@ -55,14 +70,21 @@ class TaskStats:
         delta = TaskStats(wait=self.wait.minus(earlier.wait), run=self.run.minus(earlier.run))
         for name in COUNTERS:
             setattr(delta, name, max(getattr(self, name) - getattr(earlier, name), 0))
+        before = earlier.by_reason()
+        for reason, n in self.by_reason().items():
+            if n > before.get(reason, 0):
+                delta.dead_letter_reasons[reason] = n - before.get(reason, 0)
         return delta
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document: dict[str, Any] = {
             "c": [getattr(self, name) for name in COUNTERS],
             "w": self.wait.to_json(),
             "r": self.run.to_json(),
         }
+        if self.dead_letter_reasons:
+            document["d"] = dict(self.dead_letter_reasons)
+        return document
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> TaskStats:
@@ -71,6 +93,7 @@ class TaskStats:
         )
         for name, value in zip(COUNTERS, document.get("c", ()), strict=False):
             setattr(stats, name, int(value))
+        stats.dead_letter_reasons = {str(k): int(v) for k, v in document.get("d", {}).items()}
         return stats
 
 
@@ -81,6 +104,31 @@ def merge_stats(tables: Iterable[Mapping[StatsKey, TaskStats]]) -> dict[StatsKey
         for key, stats in table.items():
             total.setdefault(key, TaskStats()).add(stats)
     return total
+
+
+def summed(stats: Iterable[TaskStats]) -> TaskStats:
+    """Several figures added into one."""
+    total = TaskStats()
+    for figures in stats:
+        total.add(figures)
+    return total
+
+
+def by_task_type(table: Mapping[StatsKey, TaskStats]) -> dict[str, TaskStats]:
+    """(queue, task type) figures summed per task type."""
+    return _grouped(table, 1)
+
+
+def by_queue(table: Mapping[StatsKey, TaskStats]) -> dict[str, TaskStats]:
+    """(queue, task type) figures summed per queue."""
+    return _grouped(table, 0)
+
+
+def _grouped(table: Mapping[StatsKey, TaskStats], part: int) -> dict[str, TaskStats]:
+    groups: dict[str, TaskStats] = {}
+    for key, stats in table.items():
+        groups.setdefault(key[part], TaskStats()).add(stats)
+    return groups
 
 
 def subtract_stats(
@@ -124,8 +172,11 @@ class Telemetry:
     def retried(self, queue: str, task_type: str) -> None:
         self._count(queue, task_type, "retried")
 
-    def dead_lettered(self, queue: str, task_type: str) -> None:
-        self._count(queue, task_type, "dead_lettered")
+    def dead_lettered(self, queue: str, task_type: str, reason: str) -> None:
+        with self._lock:
+            entry = self._entry(queue, task_type)
+            entry.dead_lettered += 1
+            entry.dead_letter_reasons[reason] = entry.dead_letter_reasons.get(reason, 0) + 1
 
     def deduplicated(self, queue: str, task_type: str) -> None:
         self._count(queue, task_type, "deduplicated")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqadmin.errors import BadResponse
-from tqadmin.telemetry.counters import StatsKey, TaskStats
+from tqadmin.telemetry.counters import StatsKey, TaskStats, summed
 
 SNAPSHOT_VERSION = 1
 
@@ -42,10 +42,7 @@ class WorkerSnapshot:
 
     def totals(self) -> TaskStats:
         """Every (queue, task type) added together."""
-        total = TaskStats()
-        for stats in self.stats.values():
-            total.add(stats)
-        return total
+        return summed(self.stats.values())
 
     def to_json(self) -> dict[str, Any]:
         return {

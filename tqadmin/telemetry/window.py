@@ -11,7 +11,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin.telemetry.counters import StatsKey, TaskStats, merge_stats, subtract_stats
+from tqadmin.telemetry.counters import (
+    StatsKey,
+    TaskStats,
+    by_queue,
+    by_task_type,
+    merge_stats,
+    subtract_stats,
+    summed,
+)
 from tqadmin.telemetry.snapshot import WorkerHistory
 
 MIN_SPAN_S = 1.0  # a worker born a moment ago does not turn its first job into a huge rate
@@ -31,26 +39,17 @@ class WindowStats:
     workers: int
     by_key: Mapping[StatsKey, TaskStats]
 
-    def _grouped(self, index: int) -> dict[str, TaskStats]:
-        groups: dict[str, TaskStats] = {}
-        for key, stats in self.by_key.items():
-            groups.setdefault(key[index], TaskStats()).add(stats)
-        return groups
-
     @property
     def task_types(self) -> dict[str, TaskStats]:
-        return self._grouped(1)
+        return by_task_type(self.by_key)
 
     @property
     def queues(self) -> dict[str, TaskStats]:
-        return self._grouped(0)
+        return by_queue(self.by_key)
 
     @property
     def total(self) -> TaskStats:
-        total = TaskStats()
-        for stats in self.by_key.values():
-            total.add(stats)
-        return total
+        return summed(self.by_key.values())
 
     @property
     def throughput(self) -> float:
@@ -79,6 +78,7 @@ class WindowStats:
 def figures_json(stats: TaskStats) -> dict[str, Any]:
     return {
         **stats.counts(),
+        "dead_letter_reasons": stats.by_reason(),
         "wait": _rounded(stats.wait.percentiles()),
         "run": _rounded(stats.run.percentiles()),
     }

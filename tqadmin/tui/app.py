@@ -4,7 +4,7 @@ Polls run in thread workers (blocking drivers must never freeze the UI) and post
 messages; the next poll is scheduled only when the previous one has finished, so a slow broker slows the
 poll rate instead of piling up requests. After a failure the last good data stays on screen, marked stale,
 and the poll is retried after one refresh, then every 1.5 refreshes (at most once a second), so the board
-shows the broker back within two refreshes of its return (:func:`tqadmin.tui.model.retry_delay`).
+shows the broker back within two refreshes of its return (:func:`tqadmin.backoff.poll_retry_delay`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.signal import Signal
 from textual.timer import Timer
 
+from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectError, NoDatabase, TqadminError
 from tqadmin.logs import masked_traceback
@@ -32,7 +33,7 @@ from tqadmin.plugin.models import QueueListing
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
-from tqadmin.tui.model import QueueBoard, retry_delay
+from tqadmin.tui.model import QueueBoard
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
@@ -219,7 +220,7 @@ class TqadminApp(App[None]):
     def on_poll_failed(self, event: PollFailed) -> None:
         if event.generation != self._generation:
             return
-        delay = retry_delay(self.poll_state.failures + 1, self.refresh_s)
+        delay = poll_retry_delay(self.poll_state.failures + 1, self.refresh_s)
         self.poll_state = self.poll_state.failed(event.error, delay)
         self.queues_changed.publish(None)
         self._schedule(delay)

@@ -11,8 +11,6 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tqadmin.backoff import Backoff
-from tqadmin.config import Thresholds
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
 
 HISTORY_LEN = 30
@@ -56,37 +54,6 @@ def sparkline(values: Iterable[int], width: int = 12) -> str:
         return "".join(" " if v <= 0 else _BARS[1] for v in points)
     steps = len(_BARS) - 1
     return "".join(" " if v <= 0 else _BARS[max(1, min(steps, int(v * steps / top + 0.5)))] for v in points)
-
-
-def alerts(queue: QueueStats, thresholds: Thresholds) -> tuple[str, ...]:
-    """Why this queue needs a look, one short phrase per threshold crossed."""
-    reasons: list[str] = []
-    if thresholds.depth is not None and queue.messages >= thresholds.depth:
-        reasons.append(f"depth {queue.messages} ≥ {thresholds.depth}")
-    age = queue.oldest_age_s
-    if thresholds.oldest_age_s is not None and age is not None and age >= thresholds.oldest_age_s:
-        reasons.append(f"oldest {human_duration(age)} ≥ {human_duration(thresholds.oldest_age_s)}")
-    dlq = queue.dlq_messages
-    if thresholds.dlq_messages is not None and dlq is not None and dlq >= thresholds.dlq_messages:
-        reasons.append(f"{dlq} dead-lettered")
-    return tuple(reasons)
-
-
-MIN_RETRY_S = 1.0  # one dashboard never asks a failing API more than once a second
-RETRY_CAP_REFRESHES = 1.5
-
-
-def retry_delay(failures: int, refresh_s: float) -> float:
-    """Seconds to wait before the next poll after ``failures`` failed ones in a row (0 = healthy).
-
-    A failing API is asked again after one refresh, then every 1.5 refreshes (never more often than once a
-    second): the on-call engineer sees it come back within two refreshes, even after a long outage, while
-    a handful of dashboards cost a broken API a request a second or so. No jitter: the bound is the wait.
-    """
-    if failures <= 0:
-        return refresh_s
-    base = max(MIN_RETRY_S, refresh_s)
-    return Backoff(base, max(base, RETRY_CAP_REFRESHES * refresh_s)).bound(failures)
 
 
 def human_duration(seconds: float | None) -> str:

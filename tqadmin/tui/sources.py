@@ -6,52 +6,19 @@ that is down when the dashboard opens shows as an error line and recovers by its
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
 
-from tqadmin.errors import NoDatabase
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
+from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.window import window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
 
 # Histogram bars: upper bounds in seconds shared by every task type; slower values count in the last one.
 BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
-
-
-class Closeable(Protocol):
-    def close(self) -> None: ...
-
-
-C = TypeVar("C", bound=Closeable)
-R = TypeVar("R")
-
-
-class Lazy(Generic[C]):
-    """A connection opened on first use and dropped after an error, so the next read reconnects."""
-
-    def __init__(self, connect: Callable[[], C]) -> None:
-        self._connect = connect
-        self._value: C | None = None
-
-    def close(self) -> None:
-        value, self._value = self._value, None
-        if value is not None:
-            with contextlib.suppress(Exception):
-                value.close()
-
-    def use(self, read: Callable[[C], R]) -> R:
-        if self._value is None:
-            self._value = self._connect()
-        try:
-            return read(self._value)
-        except Exception:
-            self.close()
-            raise
 
 
 def buckets(histogram: Histogram) -> tuple[tuple[float, int], ...]:
@@ -72,25 +39,6 @@ def latency(histogram: Histogram) -> Latency:
     return Latency(p["p50"], p["p95"], p["p99"], buckets(histogram))
 
 
-Fresh = Callable[[NoDatabase], str | None]
-
-
-def _never_fresh(_missing: NoDatabase) -> str | None:
-    return None
-
-
-def unless_fresh(read: Callable[[], R], fresh: Fresh, empty: R) -> R:
-    """``read()``, or ``empty`` while the store's file is one nothing has created yet (``fresh`` says, as
-    :meth:`~tqadmin.config.Settings.not_created_yet` does); the sources open it as readers, which never
-    create it, and look again at the next poll."""
-    try:
-        return read()
-    except NoDatabase as missing:
-        if fresh(missing) is None:
-            raise
-        return empty
-
-
 class StoreTelemetry:
     """Every worker that beat within ``window_s``: rates and latencies from two readings per worker.
 
@@ -102,7 +50,7 @@ class StoreTelemetry:
         store_url: str,
         timeout_s: float = 10.0,
         window_s: float = 60.0,
-        fresh: Fresh = _never_fresh,
+        fresh: Fresh = never_fresh,
         *,
         connect: Callable[[], StateStore] | None = None,
     ) -> None:
@@ -150,7 +98,7 @@ class StoreCron:
     """The cron leader, fencing token and the schedules running instances registered in the store."""
 
     def __init__(
-        self, store_url: str, timeout_s: float = 10.0, namespace: str = "default", fresh: Fresh = _never_fresh
+        self, store_url: str, timeout_s: float = 10.0, namespace: str = "default", fresh: Fresh = never_fresh
     ) -> None:
         self._fresh = fresh
         self._store: Lazy[CronStore] = Lazy(

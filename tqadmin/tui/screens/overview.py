@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
+from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.plugin.delays import work_queues
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean
@@ -44,7 +45,7 @@ class OverviewScreen(QueueScreen):
         super().on_mount()
         self.query_one("#filter", Input).display = False
         self.tq.queues_changed.subscribe(self, self.show_queues)
-        self.tq.side_changed.subscribe(self, lambda _none: self.show_telemetry())
+        self.tq.side_changed.subscribe(self, self.on_side_changed)
         self.watch(self.table, "scroll_x", lambda _x: self.show_status(), init=False)
         self.show_queues()
         self.show_telemetry()
@@ -53,9 +54,20 @@ class OverviewScreen(QueueScreen):
     def table(self) -> QueueTable:
         return self.query_one(QueueTable)
 
+    def on_side_changed(self, _: None = None) -> None:
+        """Telemetry came: its workers complete the queues' alert conditions (all of a queue's dead)."""
+        self.show_telemetry()
+        self.show_queues()
+
+    def sync_table(self) -> None:
+        telemetry = self.tq.telemetry
+        workers = [(w.queue.split(","), w.alive) for w in telemetry.workers] if telemetry else []
+        contexts = queue_contexts(self.tq.board.stats.values(), workers)
+        self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts)
+
     def show_queues(self, _: None = None) -> None:
         table = self.table
-        table.sync(self.tq.board, self.tq.settings.thresholds)
+        self.sync_table()
         table.set_class(self.tq.poll_state.stale, "stale")
         self.show_status()
 
@@ -84,7 +96,9 @@ class OverviewScreen(QueueScreen):
         self.query_one("#table-status", Static).update(text)
 
     def show_telemetry(self) -> None:
-        self.query_one(TelemetryPanel).show(self.tq.telemetry, self.tq.telemetry_error)
+        self.query_one(TelemetryPanel).show(
+            self.tq.telemetry, self.tq.telemetry_error, self.tq.settings.thresholds
+        )
 
     def selected_queue(self) -> str | None:
         return self.table.selected_queue()
@@ -101,7 +115,7 @@ class OverviewScreen(QueueScreen):
     def action_toggle_delay_queues(self) -> None:
         table = self.table
         table.show_delay_queues = not table.show_delay_queues
-        table.sync(self.tq.board, self.tq.settings.thresholds)
+        self.sync_table()
         self.show_status()
 
     def action_reverse(self) -> None:
@@ -132,5 +146,5 @@ class OverviewScreen(QueueScreen):
         table = self.table
         if table.needle != needle.strip():
             table.needle = needle.strip()
-            table.sync(self.tq.board, self.tq.settings.thresholds)
+            self.sync_table()
             self.show_status()

@@ -8,7 +8,7 @@ whatever the number of queues.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,12 +22,12 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tqadmin.alerting.conditions import NO_CONTEXT, QueueContext, queue_alerts
 from tqadmin.config import Thresholds
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.tui.model import (
     QueueBoard,
-    alerts,
     human_count,
     human_duration,
     human_rate,
@@ -80,10 +80,12 @@ def header_text(sort_column: str, reverse: bool) -> Text:
     return text
 
 
-def row_text(queue: QueueStats, board: QueueBoard, thresholds: Thresholds) -> Text:
+def row_text(
+    queue: QueueStats, board: QueueBoard, thresholds: Thresholds, context: QueueContext = NO_CONTEXT
+) -> Text:
     """One queue as a line; broker strings go through :func:`clean` and into ``Text``, never markup."""
     # a queue another framework owns is shown dim: it can be looked at, not written
-    style = "bold red" if alerts(queue, thresholds) else ("dim" if queue.read_only else "")
+    style = "bold red" if queue_alerts(queue, thresholds, context) else ("dim" if queue.read_only else "")
     text = Text(end="", no_wrap=True)
     for column in COLUMNS:
         text.append(fit(column.fmt(queue), column.width, column.right) + " " * GAP, style=style)
@@ -126,6 +128,7 @@ class QueueTable(ScrollView, can_focus=True):
         self.hot = 0  # listed queues over an alert threshold, counted at each sync
         self.board = QueueBoard()
         self.thresholds = Thresholds()
+        self.contexts: Mapping[str, QueueContext] = {}
 
     @property
     def row_count(self) -> int:
@@ -134,10 +137,15 @@ class QueueTable(ScrollView, can_focus=True):
     def selected_queue(self) -> str | None:
         return self.order[self.cursor_row] if self.order else None
 
-    def sync(self, board: QueueBoard, thresholds: Thresholds) -> None:
-        """Re-derive the visible order from ``board`` and repaint; the cursor stays on its queue."""
+    def sync(
+        self, board: QueueBoard, thresholds: Thresholds, contexts: Mapping[str, QueueContext] | None = None
+    ) -> None:
+        """Re-derive the visible order from ``board`` and repaint; the cursor stays on its queue. ``contexts``
+        (which queues are dead-letter queues, each queue's workers) completes the alert conditions."""
         selected = self.selected_queue()
         self.board, self.thresholds = board, thresholds
+        if contexts is not None:
+            self.contexts = contexts
         stats = board.stats
         names = [q.name for q in work_queues(stats.values(), self.show_delay_queues)]
         if self.needle:
@@ -145,12 +153,15 @@ class QueueTable(ScrollView, can_focus=True):
         column = self.sort_column
         names.sort(key=lambda n: sort_value(stats[n], column), reverse=self.sort_reverse)
         self.order = names
-        self.hot = sum(1 for name in names if alerts(stats[name], thresholds))
+        self.hot = sum(1 for name in names if queue_alerts(stats[name], thresholds, self.context(name)))
         self.virtual_size = Size(sum(c.width + GAP for c in COLUMNS) + TREND_WIDTH, len(names))
         if selected in stats and selected is not None and (not self.needle or selected in names):
             self.set_reactive(QueueTable.cursor_row, names.index(selected))
         self.cursor_row = max(0, min(self.cursor_row, len(names) - 1))
         self.refresh()
+
+    def context(self, name: str) -> QueueContext:
+        return self.contexts.get(name, NO_CONTEXT)
 
     def cycle_sort(self) -> None:
         index = SORTABLE.index(self.sort_column)
@@ -171,7 +182,7 @@ class QueueTable(ScrollView, can_focus=True):
         queue = self.board.stats.get(self.order[index])
         if queue is None:
             return Strip.blank(width, self.rich_style)
-        text = row_text(queue, self.board, self.thresholds)
+        text = row_text(queue, self.board, self.thresholds, self.context(queue.name))
         base = self.rich_style
         on_cursor = index == self.cursor_row
         if on_cursor:  # the cursor's colours win over the row's own, so it stays readable

@@ -9,6 +9,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from tqadmin.alerting.conditions import failure_rate_alert
+from tqadmin.config import Thresholds
 from tqadmin.tui.model import human_duration
 from tqadmin.tui.text import clean
 from tqadmin.tui.views import Latency, TaskTypeView, TelemetryView
@@ -23,10 +25,13 @@ def seconds(value: float | None) -> str:
 
 
 SEPARATOR = "  │  "
+DEFAULT_THRESHOLDS = Thresholds()
 HEADERS = ("task type", "done", "failed", "wait p50", "wait p95", "wait p99", "run p50", "run p95", "run p99")
 
 
-def summary_text(view: TelemetryView | None, error: str | None) -> Text:
+def summary_text(
+    view: TelemetryView | None, error: str | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> Text:
     if error is not None:
         return Text(f"telemetry unavailable: {clean(error)}", style="red", end="")
     if view is None or not view.task_types:
@@ -38,7 +43,9 @@ def summary_text(view: TelemetryView | None, error: str | None) -> Text:
     text.append(f"{view.throughput:.1f} jobs/s", style="bold")
     text.append(SEPARATOR, style="dim")
     text.append("failure rate ")
-    text.append(f"{view.failure_rate:.1%}", style="bold red" if view.failure_rate >= 0.05 else "bold green")
+    limit = thresholds.failure_rate
+    failing = limit is not None and view.failure_rate >= limit
+    text.append(f"{view.failure_rate:.1%}", style="bold red" if failing else "bold green")
     text.append(SEPARATOR, style="dim")
     text.append("workers ")
     text.append(f"{alive} live", style="bold")
@@ -58,15 +65,17 @@ def ran(task_type: TaskTypeView) -> bool:
     return bool(task_type.done or task_type.failed or task_type.wait.buckets or task_type.run.buckets)
 
 
-def percentiles_table(view: TelemetryView | None) -> Table:
-    """Done, failed and the latency percentiles of each task type that ran in the window."""
+def percentiles_table(view: TelemetryView | None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Table:
+    """Done, failed and the latency percentiles of each task type that ran in the window; a task type
+    failing at the profile's failure-rate threshold or more is red, as its alert rule fires."""
     table = Table(box=None, expand=True, padding=(0, 1), pad_edge=False, header_style="bold")
     for header in HEADERS:
         table.add_column(header, justify="left" if header == "task type" else "right", no_wrap=True)
     for t in filter(ran, view.task_types if view else ()):
         failed = Text(str(t.failed), style="red" if t.failed else "", justify="right")
         times = [seconds(v) for v in (t.wait.p50, t.wait.p95, t.wait.p99, t.run.p50, t.run.p95, t.run.p99)]
-        table.add_row(Text(clean(t.name)), str(t.done), failed, *times)
+        alarm = failure_rate_alert(t.failed, t.done + t.failed, thresholds)
+        table.add_row(Text(clean(t.name), style="bold red" if alarm else ""), str(t.done), failed, *times)
     return table
 
 
@@ -110,11 +119,13 @@ class TelemetryPanel(Vertical):
             yield LatencyChart("wait", id="wait-histogram")
             yield LatencyChart("run", id="run-histogram")
 
-    def show(self, view: TelemetryView | None, error: str | None) -> None:
+    def show(
+        self, view: TelemetryView | None, error: str | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
+    ) -> None:
         """With no task types reporting, only the one-line summary shows: empty axes would read as zero."""
         reporting = view is not None and bool(view.task_types)
         self.set_class(not reporting, "idle")
-        self.query_one("#telemetry-summary", Static).update(summary_text(view, error))
-        self.query_one("#telemetry-table", Static).update(percentiles_table(view))
+        self.query_one("#telemetry-summary", Static).update(summary_text(view, error, thresholds))
+        self.query_one("#telemetry-table", Static).update(percentiles_table(view, thresholds))
         for histogram in self.query(LatencyChart):
             histogram.show(view)

@@ -1,0 +1,79 @@
+"""One profile's poller: it reads each part once a poll, keeps the last values of a part that fails, says
+so once per outage and once on recovery, and outlives any answer."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tqadmin.config import Overrides, resolve
+from tqadmin.errors import NotAuthorized, Unreachable
+from tqadmin.exporter.polling import ProfilePoller
+from tqadmin.plugin.models import QueueListing, QueueStats
+
+ORDERS = QueueStats(name="orders", messages=4, ready=3, unacked=1, consumers=2)
+
+
+class ScriptedAdmin:
+    """A broker admin that answers the listing with each of ``answers`` in turn (an exception is raised)."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.connections = 0
+
+    def list_queues(self) -> QueueListing:
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return QueueListing(answer)
+
+    def close(self) -> None:
+        pass
+
+
+def poller_for(admin: ScriptedAdmin) -> ProfilePoller:
+    def connect() -> ScriptedAdmin:
+        admin.connections += 1
+        return admin
+
+    return ProfilePoller(resolve(Overrides()), 5.0, connect_admin=connect)  # type: ignore[arg-type]
+
+
+def test_on_a_fresh_machine_the_profile_is_up_with_nothing_to_show_and_no_file_is_created(
+    isolated_env: Path,
+) -> None:
+    poller = ProfilePoller(resolve(Overrides()), 5.0)
+    assert poller.poll()
+    reading = poller.reading()
+    assert reading.up and reading.queues == () and reading.tasks == {} and reading.cron is None
+    assert not (isolated_env / ".local" / "state" / "tqadmin").exists()
+    poller.close()
+
+
+def test_a_broker_that_fails_keeps_its_last_values_marked_stale_and_is_said_once_then_recovered(
+    isolated_env: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    denied = NotAuthorized("the management API refused guest:*** (401)")
+    admin = ScriptedAdmin((ORDERS,), Unreachable("broker down"), RuntimeError("garbage"), denied, (ORDERS,))
+    poller = poller_for(admin)
+    caplog.set_level(logging.WARNING, "tqadmin.exporter")
+    assert poller.poll()
+    outcomes = [poller.poll() for _ in range(4)]
+    assert outcomes == [False, False, False, True]
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2, said
+    assert "broker: broker down" in said[0] and "stale" in said[0]
+    assert "read again after 3 failed polls" in said[1]
+    assert admin.connections == 4, "a failed connection is dropped and opened again at the next poll"
+    assert poller.reading().errors == 3 and poller.reading().up
+
+
+def test_while_down_the_reading_serves_the_last_queues_with_up_0(isolated_env: Path) -> None:
+    poller = poller_for(ScriptedAdmin((ORDERS,), Unreachable("broker down")))
+    poller.poll()
+    poller.poll()
+    reading = poller.reading()
+    assert not reading.up and reading.queues == (ORDERS,) and reading.errors == 1

@@ -1,0 +1,84 @@
+"""Prometheus alerting rules for exactly the conditions the dashboard paints red
+(:mod:`tqadmin.alerting.conditions`), over the exporter's metric names, one rule group per profile.
+
+YAML is written by hand (strings JSON-quoted, which YAML reads as they are), so the core needs no YAML
+library. Summaries name the queue or task type and the threshold, not the value, which the alert carries.
+Every rule waits ``for`` one minute, so a consumer that restarts does not page; the dashboard paints at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from tqadmin.alerting import conditions as c
+from tqadmin.config import Thresholds
+from tqadmin.telemetry import metric_names as names
+
+FOR = "1m"
+FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.tui.sources.StoreTelemetry)
+
+
+def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
+    lines = ["groups:"]
+    for profile, thresholds in profiles:
+        lines += [f"  - name: {json.dumps(f'tqadmin-{profile}')}", "    rules:"]
+        for alert, expr, summary in profile_rules(profile, thresholds):
+            lines += [
+                f"      - alert: {alert}",
+                f"        expr: {json.dumps(expr)}",
+                f"        for: {FOR}",
+                "        labels:",
+                "          severity: warning",
+                "        annotations:",
+                f"          summary: {json.dumps(summary)}",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, str]]:
+    """(alert, expression, summary) of each condition that applies to the profile."""
+    p = f"profile={json.dumps(profile)}"
+    on = "on(profile, queue)"
+    found: list[tuple[str, str, str]] = []
+    over: tuple[tuple[str, str, float | None, str], ...] = (
+        (c.DEPTH, names.QUEUE_MESSAGES, thresholds.depth, "depth at or over {}"),
+        (c.OLDEST, names.QUEUE_OLDEST_AGE, thresholds.oldest_age_s, "oldest message at least {} s old"),
+        (c.DEAD_LETTERS, names.QUEUE_DEAD_LETTERS, thresholds.dlq_messages, "{} or more dead-lettered"),
+    )
+    for alert, metric, limit, summary in over:
+        if limit is not None:
+            found.append(
+                (
+                    alert,
+                    f"{metric}{{{p}}} >= {limit:g}",
+                    "{{ $labels.queue }}: " + summary.format(f"{limit:g}"),
+                )
+            )
+    if thresholds.failure_rate is not None:
+        failures = f"sum by (profile, task_type) (increase({names.TASK_FAILURES}{{{p}}}[{FAILURE_WINDOW}]))"
+        runs = f"sum by (profile, task_type) (increase({names.TASK_RUNS}{{{p}}}[{FAILURE_WINDOW}]))"
+        found.append(
+            (
+                c.FAILURE_RATE,
+                f"({failures} / {runs}) >= {thresholds.failure_rate:g}",
+                f"{{{{ $labels.task_type }}}}: {thresholds.failure_rate:.0%} or more of its runs failed",
+            )
+        )
+    found.append(
+        (
+            c.NO_CONSUMER,
+            f"({names.QUEUE_READY}{{{p}}} > 0 and {on} {names.QUEUE_CONSUMERS}{{{p}}} == 0)"
+            f" unless {on} {names.QUEUE_IS_DEAD_LETTER_QUEUE}{{{p}}}",
+            "{{ $labels.queue }}: messages ready and no consumer",
+        )
+    )
+    found.append(
+        (
+            c.WORKERS_DEAD,
+            f'{names.QUEUE_WORKERS}{{{p},state="live"}} == 0'
+            f' and {on} {names.QUEUE_WORKERS}{{{p},state="dead"}} > 0',
+            "{{ $labels.queue }}: every worker of the queue is dead",
+        )
+    )
+    return found

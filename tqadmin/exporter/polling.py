@@ -1,0 +1,174 @@
+"""One profile read once per interval: its broker's queues, its store's workers and cron.
+
+Scrapes never reach a broker: they are served the last reading (:class:`Reading`), however many scrapers
+there are. A part that cannot be read keeps its last values, the reading is marked failed
+(``tqadmin_up`` 0), one line is logged when the outage starts and one when it ends, and the next poll comes
+after :func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed: the
+listing is the broker's own figures, the store is opened as a reader (never creating the embedded file).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from tqadmin.backoff import poll_retry_delay
+from tqadmin.config import Settings
+from tqadmin.exporter.ledger import WorkerLedger
+from tqadmin.masking import mask_text
+from tqadmin.pipeline.cron.status import CronStatus, read_status
+from tqadmin.plugin.base import BrokerAdmin
+from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.models import QueueStats
+from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.store import open_store
+from tqadmin.store.base import StateStore, WorkerRecord
+from tqadmin.store.lease import CronStore, open_cron_store
+from tqadmin.store.readers import Lazy, unless_fresh
+from tqadmin.telemetry.counters import TaskStats
+
+log = logging.getLogger("tqadmin.exporter")
+
+CRON_NAMESPACE = "default"  # what ``tqadmin cron`` runs under unless told otherwise
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the exporter serves of one profile: the last values read of each part (``None`` until a part
+    was read once), and how the polls went."""
+
+    profile: str
+    queues: tuple[QueueStats, ...] | None = None
+    tasks: dict[str, TaskStats] = field(default_factory=dict)
+    workers: Counter[str] = field(default_factory=Counter)  # by state: live, dead
+    worker_queues: tuple[tuple[tuple[str, ...], bool], ...] = ()  # each worker's queues, and if it is alive
+    cron: CronStatus | None = None
+    up: bool = False
+    last_success_s: float | None = None  # wall clock
+    duration_s: float | None = None
+    errors: int = 0
+    version: int = 0  # one more each poll: what a scrape's encoding is kept by
+
+
+class ProfilePoller:
+    """Reads one profile; :meth:`run` polls until stopped, :meth:`poll` once (tests, the first poll)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        interval_s: float,
+        *,
+        clock: Callable[[], float] = time.time,
+        connect_admin: Callable[[], BrokerAdmin] | None = None,
+        cron_namespace: str = CRON_NAMESPACE,
+    ) -> None:
+        self.profile = profile_label(settings)
+        self.interval_s = interval_s
+        self._clock = clock
+        self._fresh = settings.not_created_yet
+        timeout = settings.timeout_s
+        self._admin: Lazy[BrokerAdmin] = Lazy(
+            connect_admin or (lambda: plugin_for_url(settings.broker_url).admin(settings.broker_config()))
+        )
+        self._store: Lazy[StateStore] = Lazy(
+            lambda: open_store(settings.store_url, timeout_s=timeout, create=False)
+        )
+        self._cron: Lazy[CronStore] = Lazy(
+            lambda: open_cron_store(settings.store_url, cron_namespace, timeout, create=False)
+        )
+        self._ledger = WorkerLedger()
+        self._lock = threading.Lock()
+        self._reading = Reading(self.profile)
+        self._failures = 0  # polls failed in a row
+        self._failing: set[str] = set()  # the parts that failed at the last poll
+
+    def reading(self) -> Reading:
+        with self._lock:
+            return self._reading
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll every interval (sooner after a failure, then backing off) until ``stop`` is set."""
+        while not stop.is_set():
+            self.poll()
+            stop.wait(poll_retry_delay(self._failures, self.interval_s))
+
+    def close(self) -> None:
+        for part in (self._admin, self._store, self._cron):
+            part.close()
+
+    def poll(self) -> bool:
+        """Read every part once; ``True`` when all of them answered."""
+        started = time.monotonic()
+        failed: dict[str, str] = {}  # part -> why
+        no_queues: tuple[QueueStats, ...] = ()
+        no_workers: list[WorkerRecord] = []
+        queues = self._part("broker", lambda: self._admin.use(_listed), no_queues, failed)
+        records = self._part(
+            "state store", lambda: self._store.use(lambda s: s.workers()), no_workers, failed
+        )
+        cron = self._part("cron", lambda: self._cron.use(read_status), None, failed)
+        if records is not None:
+            self._ledger.update(record.snapshot for record in records)
+        with self._lock:
+            last = self._reading
+            self._reading = Reading(
+                self.profile,
+                queues=last.queues if queues is None else queues,
+                tasks=self._ledger.totals(),
+                workers=last.workers if records is None else _by_state(records),
+                worker_queues=last.worker_queues if records is None else _served(records),
+                cron=last.cron if "cron" in failed else cron,
+                up=not failed,
+                last_success_s=last.last_success_s if failed else self._clock(),
+                duration_s=time.monotonic() - started,
+                errors=last.errors + bool(failed),
+                version=last.version + 1,
+            )
+        self._say(failed)
+        return not failed
+
+    def _part(self, what: str, read: Callable[[], T], empty: T, failed: dict[str, str]) -> T | None:
+        """``read()`` (``empty`` while the embedded file is not created yet), or ``None`` when it failed:
+        the failure goes to ``failed`` with its reason, said once per outage by :meth:`_say`. Any exception
+        counts: no answer may stop the poller's thread."""
+        try:
+            return unless_fresh(read, self._fresh, empty)
+        except Exception as exc:  # a poller thread must outlive any answer
+            failed[what] = mask_text(str(exc)) or type(exc).__name__
+            return None
+
+    def _say(self, failed: dict[str, str]) -> None:
+        if failed:
+            self._failures += 1
+            if set(failed) != self._failing:  # an outage starts, or another part fails: one line
+                what = "; ".join(f"{part}: {why}" for part, why in failed.items())
+                log.warning(
+                    "profile %s: %s; serving the last values as stale (tqadmin_up 0)", self.profile, what
+                )
+            self._failing = set(failed)
+        elif self._failing:
+            log.warning("profile %s: read again after %d failed polls", self.profile, self._failures)
+            self._failing, self._failures = set(), 0
+
+
+def profile_label(settings: Settings) -> str:
+    """The ``profile`` label of a profile's series (``default`` when none is configured)."""
+    return settings.profile or "default"
+
+
+def _listed(admin: BrokerAdmin) -> tuple[QueueStats, ...]:
+    return tuple(work_queues(admin.list_queues().queues))
+
+
+def _served(records: list[WorkerRecord]) -> tuple[tuple[tuple[str, ...], bool], ...]:
+    return tuple((record.snapshot.queues, record.alive) for record in records)
+
+
+def _by_state(records: list[WorkerRecord]) -> Counter[str]:
+    return Counter("live" if record.alive else "dead" for record in records)

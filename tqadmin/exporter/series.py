@@ -1,0 +1,185 @@
+"""The last readings as Prometheus families, with bounded labels.
+
+Labels are ``profile``, ``queue``, ``task_type``, ``reason``, ``framework`` and ``state``, never a worker id,
+host or pod. Past ``max_queues`` queues (over every profile, in profile then name order, so the same queues
+keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; task types are
+capped the same way. A figure the broker does not give (SQS's oldest-message age, a consumer count) is absent,
+never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from tqadmin.alerting.conditions import queue_contexts
+from tqadmin.exporter.polling import Reading
+from tqadmin.plugin.models import QueueStats
+from tqadmin.telemetry import metric_names as names
+from tqadmin.telemetry.counters import TaskStats, summed
+from tqadmin.telemetry.families import task_families
+
+QueueFigure = Callable[[QueueStats], float | None]
+# name, help, how to read it of a queue, how to fold it over the queues past the cap
+QUEUE_FIGURES: tuple[tuple[str, str, QueueFigure, Callable[[Iterable[float]], float]], ...] = (
+    (names.QUEUE_MESSAGES, "Messages in the queue: ready and in flight.", lambda q: q.messages, sum),
+    (names.QUEUE_READY, "Messages ready to be delivered.", lambda q: q.ready, sum),
+    (names.QUEUE_IN_FLIGHT, "Messages delivered and not yet acknowledged.", lambda q: q.unacked, sum),
+    (names.QUEUE_DELAYED, "Messages waiting out a retry delay.", lambda q: q.delayed, sum),
+    (names.QUEUE_OLDEST_AGE, "Age of the oldest message, seconds.", lambda q: q.oldest_age_s, max),
+    (names.QUEUE_PUBLISH_RATE, "Messages published a second.", lambda q: q.publish_rate, sum),
+    (names.QUEUE_DELIVER_RATE, "Messages delivered a second.", lambda q: q.deliver_rate, sum),
+    (names.QUEUE_ACK_RATE, "Messages acknowledged a second.", lambda q: q.ack_rate, sum),
+    (names.QUEUE_CONSUMERS, "Consumers attached.", lambda q: q.consumers, sum),
+    (names.QUEUE_DEAD_LETTERS, "Messages in the queue's dead-letter queue.", lambda q: q.dlq_messages, sum),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """Series kept and folded into ``_other`` for one profile."""
+
+    queues: tuple[QueueStats, ...]
+    other_queues: tuple[QueueStats, ...]
+    tasks: dict[str, TaskStats]
+    other_tasks: int
+
+
+def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
+    """Each profile's queues and task types within the cap (shared by every profile, in order)."""
+    queue_room = task_room = max_queues
+    folded: dict[str, Folded] = {}
+    for reading in readings:
+        queues = sorted(reading.queues or (), key=lambda q: q.name)
+        kept, queue_room = queues[:queue_room], max(queue_room - len(queues), 0)
+        tasks = dict(sorted(reading.tasks.items()))
+        kept_tasks = dict(list(tasks.items())[:task_room])
+        rest = [stats for name, stats in tasks.items() if name not in kept_tasks]
+        task_room = max(task_room - len(tasks), 0)
+        if rest:
+            kept_tasks[names.OTHER_QUEUES] = summed(rest)
+        folded[reading.profile] = Folded(tuple(kept), tuple(queues[len(kept) :]), kept_tasks, len(rest))
+    return folded
+
+
+def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+    """Everything that changes only when a profile is polled (encoded once per poll)."""
+    return [
+        *_folded(readings, folded),
+        *_queues(readings, folded),
+        *task_families(
+            (
+                ({"profile": reading.profile, "framework": names.FRAMEWORK, "task_type": name}, stats)
+                for reading in readings
+                for name, stats in folded[reading.profile].tasks.items()
+            ),
+            ("profile", "framework", "task_type"),
+        ),
+        *_workers(readings),
+        *_cron(readings),
+    ]
+
+
+def health_families(readings: Sequence[Reading], now_s: float) -> list[Metric]:
+    """Whether each profile is up and how old its values are, as of the scrape."""
+    up = GaugeMetricFamily(names.UP, "1 when the last poll of every part succeeded.", labels=["profile"])
+    age = GaugeMetricFamily(names.POLL_AGE, "Age of the values served, seconds.", labels=["profile"])
+    duration = GaugeMetricFamily(
+        names.POLL_DURATION, "How long the last poll took, seconds.", labels=["profile"]
+    )
+    errors = CounterMetricFamily(names.POLL_ERRORS, "Polls that failed.", labels=["profile"])
+    for reading in readings:
+        labels = [reading.profile]
+        up.add_metric(labels, 1 if reading.up else 0)
+        if reading.last_success_s is not None:
+            age.add_metric(labels, max(now_s - reading.last_success_s, 0.0))
+        if reading.duration_s is not None:
+            duration.add_metric(labels, reading.duration_s)
+        errors.add_metric(labels, reading.errors)
+    return [up, age, duration, errors]
+
+
+def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+    family = GaugeMetricFamily(
+        names.QUEUES_FOLDED, 'Queues past --max-queues, summed into queue="_other".', labels=["profile"]
+    )
+    for reading in readings:
+        family.add_metric([reading.profile], len(folded[reading.profile].other_queues))
+    return [family]
+
+
+def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+    result: list[Metric] = []
+    for name, help_text, figure, combine in QUEUE_FIGURES:
+        family = GaugeMetricFamily(name, help_text, labels=["profile", "queue"])
+        for reading in readings:
+            shown = folded[reading.profile]
+            for queue in shown.queues:
+                value = figure(queue)
+                if value is not None:
+                    family.add_metric([reading.profile, queue.name], value)
+            present = [v for v in map(figure, shown.other_queues) if v is not None]
+            if present:
+                family.add_metric([reading.profile, names.OTHER_QUEUES], combine(present))
+        result.append(family)
+    return [*result, *_queue_contexts(readings, folded)]
+
+
+def _queue_contexts(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+    """What the alert rules need beside a queue's figures: which queues are dead-letter queues (no consumer
+    is expected there) and the workers of each queue by state (all dead is an alert)."""
+    dead_letter_queue = GaugeMetricFamily(
+        names.QUEUE_IS_DEAD_LETTER_QUEUE,
+        "1 for a queue another queue names as its dead-letter queue.",
+        labels=["profile", "queue"],
+    )
+    workers = GaugeMetricFamily(
+        names.QUEUE_WORKERS, "Workers that list the queue, by state.", labels=["profile", "queue", "state"]
+    )
+    for reading in readings:
+        contexts = queue_contexts(reading.queues or (), reading.worker_queues)
+        for queue in folded[reading.profile].queues:
+            context = contexts[queue.name]
+            if context.dead_letter_queue:
+                dead_letter_queue.add_metric([reading.profile, queue.name], 1)
+            if context.live_workers or context.dead_workers:
+                workers.add_metric([reading.profile, queue.name, "live"], context.live_workers)
+                workers.add_metric([reading.profile, queue.name, "dead"], context.dead_workers)
+    return [dead_letter_queue, workers]
+
+
+def _workers(readings: Sequence[Reading]) -> list[Metric]:
+    family = GaugeMetricFamily(
+        names.WORKERS,
+        "Workers by framework and state (live, dead).",
+        labels=["profile", "framework", "state"],
+    )
+    for reading in readings:
+        for state in ("live", "dead"):
+            family.add_metric([reading.profile, names.FRAMEWORK, state], reading.workers.get(state, 0))
+    return [family]
+
+
+def _cron(readings: Sequence[Reading]) -> list[Metric]:
+    lateness = GaugeMetricFamily(
+        names.CRON_LATENESS, "The latest fire's lateness over every schedule, seconds.", labels=["profile"]
+    )
+    schedules = GaugeMetricFamily(names.CRON_SCHEDULES, "Schedules registered.", labels=["profile"])
+    leader = GaugeMetricFamily(
+        names.CRON_LEADER, "1 while a cron instance holds the lease.", labels=["profile"]
+    )
+    fence = GaugeMetricFamily(names.CRON_FENCE, "The latest fencing token.", labels=["profile"])
+    for reading in readings:
+        status = reading.cron
+        if status is None:
+            continue
+        labels = [reading.profile]
+        late = [row.lateness_s for row in status.rows if row.lateness_s is not None]
+        if late:
+            lateness.add_metric(labels, max(late))
+        schedules.add_metric(labels, len(status.rows))
+        leader.add_metric(labels, 1 if status.leader else 0)
+        fence.add_metric(labels, status.fencing_token)
+    return [lateness, schedules, leader, fence]
