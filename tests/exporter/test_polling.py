@@ -13,6 +13,8 @@ from tqadmin.config import Overrides, resolve
 from tqadmin.errors import NotAuthorized, Unreachable
 from tqadmin.exporter.polling import ProfilePoller
 from tqadmin.plugin.models import QueueListing, QueueStats
+from tqadmin.store import open_store
+from tqadmin.store.history import TIERS, open_history
 
 ORDERS = QueueStats(name="orders", messages=4, ready=3, unacked=1, consumers=2)
 
@@ -77,3 +79,26 @@ def test_while_down_the_reading_serves_the_last_queues_with_up_0(isolated_env: P
     poller.poll()
     reading = poller.reading()
     assert not reading.up and reading.queues == (ORDERS,) and reading.errors == 1
+
+
+def test_each_poll_goes_to_the_profiles_history_so_the_dashboard_can_chart_it(isolated_env: Path) -> None:
+    settings = resolve(Overrides())
+    open_store(settings.store_url).close()  # a worker ran: the embedded file exists
+    poller = poller_for(ScriptedAdmin((ORDERS,)))
+    poller.poll()
+    poller.close()
+    history = open_history(settings.store_url, create=False)
+    [(_, figures)] = history.queue_history("default", "orders", TIERS[0])
+    history.close()
+    assert figures["messages"] == 4
+
+
+def test_a_read_only_profile_writes_no_history(isolated_env: Path) -> None:
+    settings = resolve(Overrides(read_only=True))
+    open_store(settings.store_url).close()
+    poller = ProfilePoller(settings, 5.0, connect_admin=lambda: ScriptedAdmin((ORDERS,)))  # type: ignore[arg-type,return-value]
+    poller.poll()
+    poller.close()
+    history = open_history(settings.store_url, create=False)
+    assert history.queue_history("default", "orders", TIERS[0]) == []
+    history.close()

@@ -9,12 +9,12 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from tqadmin.exporter.ledger import WorkerLedger
 from tqadmin.exporter.polling import Reading
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.counters import TaskStats, Telemetry
+from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 Samples = list[tuple[str, dict[str, str], float]]

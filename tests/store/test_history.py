@@ -15,11 +15,14 @@ from tqadmin.errors import NoDatabase
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store, redis_history
 from tqadmin.store.history import (
+    HISTORY_COARSENING,
     MAX_NAME_BYTES,
     TIERS,
     HistoryStore,
     Tier,
     clamp_histogram,
+    decode_task_point,
+    encode_task_point,
     open_history,
     size_bound,
 )
@@ -105,7 +108,8 @@ def test_a_task_point_keeps_the_counters_and_mergeable_histograms(history: Histo
     assert [t for t, _ in points] == [1000, 1001]
     first, last = points[0][1], points[1][1]
     assert (last.done, last.failed, last.dead_lettered) == (100, 1, 2)
-    assert last.wait == tasks(100, wait_s=2.0).wait
+    assert last.wait.count == 100
+    assert last.wait.quantile(0.5) == pytest.approx(2.0, rel=0.09)  # stored coarser than live (9 %)
     window = last.minus(first)  # a window is the difference of two cumulative points
     assert window.done == 60
     assert window.run.count == 60
@@ -222,6 +226,17 @@ def test_stored_histograms_keep_their_top_buckets() -> None:
     assert clamped.quantile(0.99) == wide.quantile(0.99)
 
 
+def test_a_stored_histogram_keeps_percentiles_within_nine_percent_at_an_eighth_of_the_buckets() -> None:
+    live = Histogram()
+    for i in range(1, 3001):
+        live.record(0.001 * 1.003**i)  # a millisecond to eight seconds
+    stored = decode_task_point(encode_task_point(TaskStats(wait=live))).wait
+    assert stored.count == live.count
+    assert len(stored.buckets) <= len(live.buckets) / HISTORY_COARSENING + 2  # both ends partly filled
+    for q in (0.5, 0.9, 0.99, 0.999):
+        assert stored.quantile(q) == pytest.approx(live.quantile(q), rel=0.09)
+
+
 def test_the_default_bound_for_two_thousand_queues_and_task_types() -> None:
     assert size_bound(2000) == size_bound(2000, tiers=TIERS)
     assert size_bound(2000) == 2000 * (size_bound(1))
@@ -271,3 +286,14 @@ def test_a_reader_shares_the_state_stores_sqlite_file(tmp_path: Path) -> None:
     assert reader.queue_history("prod", "orders", FINE)[0][1]["messages"] == 7
     for opened in (reader, writer, state):
         opened.close()
+
+
+def test_many_series_are_read_in_one_call_and_the_recorded_task_types_are_listed(history: History) -> None:
+    store = history()
+    store.record_queues("prod", 100, [queue("a", 1), queue("b", 2)])
+    store.record_tasks("prod", 100, {"send": tasks(3), "bill": tasks(4)})
+    read = store.queue_histories("prod", ["a", "b", "never-recorded"], FINE)
+    assert {name: [f["messages"] for _, f in points] for name, points in read.items()} == {"a": [1], "b": [2]}
+    assert store.task_types("prod") == ["bill", "send"]
+    assert store.task_types("staging") == []
+    assert [s.done for _, s in store.task_histories("prod", ["bill"], FINE)["bill"]] == [4]

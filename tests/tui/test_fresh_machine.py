@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import text_of
 
+from tests.tui.conftest import text_of
 from tests.tui.seeded import until
 from tqadmin.tui import TqadminApp
 from tqadmin.tui.widgets.banner import Banner

@@ -5,6 +5,8 @@ there are. A part that cannot be read keeps its last values, the reading is mark
 (``tqadmin_up`` 0), one line is logged when the outage starts and one when it ends, and the next poll comes
 after :func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed: the
 listing is the broker's own figures, the store is opened as a reader (never creating the embedded file).
+Unless the profile is read-only, each poll's queues and task totals also go to the profile's history
+(:mod:`tqadmin.store.recording`), so the dashboard can chart what the exporter saw.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import TypeVar
 
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
-from tqadmin.exporter.ledger import WorkerLedger
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
@@ -30,7 +31,9 @@ from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
 from tqadmin.store.readers import Lazy, unless_fresh
+from tqadmin.store.recording import history_name, recorder_for
 from tqadmin.telemetry.counters import TaskStats
+from tqadmin.telemetry.ledger import WorkerLedger
 
 log = logging.getLogger("tqadmin.exporter")
 
@@ -83,6 +86,7 @@ class ProfilePoller:
             lambda: open_cron_store(settings.store_url, cron_namespace, timeout, create=False)
         )
         self._ledger = WorkerLedger()
+        self._recorder = recorder_for(settings, clock)
         self._lock = threading.Lock()
         self._reading = Reading(self.profile)
         self._failures = 0  # polls failed in a row
@@ -101,6 +105,8 @@ class ProfilePoller:
     def close(self) -> None:
         for part in (self._admin, self._store, self._cron):
             part.close()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def poll(self) -> bool:
         """Read every part once; ``True`` when all of them answered."""
@@ -115,12 +121,18 @@ class ProfilePoller:
         cron = self._part("cron", lambda: self._cron.use(read_status), None, failed)
         if records is not None:
             self._ledger.update(record.snapshot for record in records)
+        tasks = self._ledger.totals()
+        if self._recorder is not None:
+            if queues is not None:
+                self._recorder.record_queues(queues)
+            if records is not None:
+                self._recorder.record_tasks(tasks)
         with self._lock:
             last = self._reading
             self._reading = Reading(
                 self.profile,
                 queues=last.queues if queues is None else queues,
-                tasks=self._ledger.totals(),
+                tasks=tasks,
                 workers=last.workers if records is None else _by_state(records),
                 worker_queues=last.worker_queues if records is None else _served(records),
                 cron=last.cron if "cron" in failed else cron,
@@ -158,8 +170,9 @@ class ProfilePoller:
 
 
 def profile_label(settings: Settings) -> str:
-    """The ``profile`` label of a profile's series (``default`` when none is configured)."""
-    return settings.profile or "default"
+    """The ``profile`` label of a profile's series (``default`` when none is configured), and the name its
+    history is kept under."""
+    return history_name(settings.profile)
 
 
 def _listed(admin: BrokerAdmin) -> tuple[QueueStats, ...]:

@@ -11,8 +11,9 @@ average of percentiles.
 Why bounded: a tier keeps at most ``points`` buckets, a profile at most ``max_series`` queues and as many
 task types (name order, the exporter's ``--max-queues`` rule), a series that nobody recorded for the
 coarsest tier's span is forgotten, a name longer than :data:`MAX_NAME_BYTES` is not recorded and a
-histogram keeps at most :data:`HISTORY_BUCKETS` buckets. So :func:`size_bound` is a worst case whatever the
-brokers hold. A bucket nobody polled has no point: readers return only points that exist (gaps are gaps).
+histogram keeps at most :data:`HISTORY_BUCKETS` buckets, each :data:`HISTORY_COARSENING` of the live
+ones. So :func:`size_bound` is a worst case whatever the brokers hold. A bucket nobody polled has no
+point: readers return only points that exist (gaps are gaps).
 
 No driver is imported here; :func:`open_history` picks the backend by the URL's scheme.
 """
@@ -70,8 +71,13 @@ DEFAULT_MAX_SERIES = 2000
 """The exporter's ``--max-queues``."""
 MAX_NAME_BYTES = 255
 """Longest recorded queue or task type name (UTF-8): RabbitMQ's limit; longer names are not recorded."""
-HISTORY_BUCKETS = 350
-"""Buckets a stored histogram keeps (three orders of magnitude at 1 %); lower ones fold into the lowest."""
+HISTORY_COARSENING = 8
+"""A stored histogram bucket is 8 of the telemetry's 1 % buckets (``GAMMA ** 8``, a factor of 1.17): a
+percentile read from history is within about 9 % of the exact value, and a point is 8 times smaller than
+the live histogram's. Charts of a day or a week need no finer resolution; the live panel keeps 1 %."""
+HISTORY_BUCKETS = 64
+"""Coarse buckets a stored histogram keeps (more than four orders of magnitude); lower ones fold into the
+lowest kept one."""
 _DECIMALS = 3
 
 Figures = dict[str, float]
@@ -104,11 +110,29 @@ class HistoryStore(ABC):
 
     def queue_history(self, profile: str, queue: str, tier: Tier) -> list[tuple[int, Figures]]:
         """The points of ``queue`` at ``tier``, oldest first: (bucket start, figures)."""
-        return [(t, decode_queue_point(v)) for t, v in self._points(profile, QUEUES, queue, tier)]
+        return self.queue_histories(profile, [queue], tier).get(queue, [])
 
     def task_history(self, profile: str, task_type: str, tier: Tier) -> list[tuple[int, TaskStats]]:
         """The points of ``task_type`` at ``tier``, oldest first: (bucket start, cumulative figures)."""
-        return [(t, decode_task_point(v)) for t, v in self._points(profile, TASKS, task_type, tier)]
+        return self.task_histories(profile, [task_type], tier).get(task_type, [])
+
+    def queue_histories(
+        self, profile: str, queues: Sequence[str], tier: Tier
+    ) -> dict[str, list[tuple[int, Figures]]]:
+        """The points of each of ``queues`` at ``tier`` in one read (a chart of many rows); a queue with no
+        point is left out."""
+        read = self._points(profile, QUEUES, queues, tier)
+        return {name: [(t, decode_queue_point(v)) for t, v in points] for name, points in read.items()}
+
+    def task_histories(
+        self, profile: str, task_types: Sequence[str], tier: Tier
+    ) -> dict[str, list[tuple[int, TaskStats]]]:
+        read = self._points(profile, TASKS, task_types, tier)
+        return {name: [(t, decode_task_point(v)) for t, v in points] for name, points in read.items()}
+
+    def task_types(self, profile: str) -> list[str]:
+        """The task types recorded for ``profile`` within :attr:`keep_s`, in name order."""
+        return sorted(self._names(profile, TASKS))
 
     @abstractmethod
     def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, str]) -> int:
@@ -117,8 +141,14 @@ class HistoryStore(ABC):
         forgetting those that were not; returns how many names were written."""
 
     @abstractmethod
-    def _points(self, profile: str, kind: str, name: str, tier: Tier) -> list[tuple[int, str]]:
-        """The encoded points of one series at ``tier``, oldest first."""
+    def _points(
+        self, profile: str, kind: str, names: Sequence[str], tier: Tier
+    ) -> dict[str, list[tuple[int, str]]]:
+        """The encoded points of each named series at ``tier``, oldest first; names with none left out."""
+
+    @abstractmethod
+    def _names(self, profile: str, kind: str) -> list[str]:
+        """The names of the series of (profile, kind) known to the index."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -166,7 +196,7 @@ def decode_queue_point(text: str) -> Figures:
 
 def clamp_histogram(histogram: Histogram, keep: int = HISTORY_BUCKETS) -> Histogram:
     """``histogram`` with at most ``keep`` buckets, counts below them folded into the lowest kept one: the
-    high percentiles a chart shows stay within 1 %, and a stored point has a bounded size."""
+    high percentiles a chart shows keep their accuracy, and a stored point has a bounded size."""
     if not histogram.buckets or max(histogram.buckets) - min(histogram.buckets) < keep:
         return histogram
     floor = max(histogram.buckets) - keep + 1
@@ -177,20 +207,38 @@ def clamp_histogram(histogram: Histogram, keep: int = HISTORY_BUCKETS) -> Histog
     return clamped
 
 
+def coarsened(histogram: Histogram, factor: int = HISTORY_COARSENING) -> Histogram:
+    """``histogram`` on buckets ``factor`` times wider (fine bucket ``i`` in coarse bucket ``i // factor``):
+    still mergeable bucket by bucket, and windows are still differences of two points."""
+    coarse = Histogram()
+    for index, n in histogram.buckets.items():
+        coarse.buckets[index // factor] = coarse.buckets.get(index // factor, 0) + n
+    coarse.zero, coarse.count, coarse.sum = histogram.zero, histogram.count, histogram.sum
+    return coarse
+
+
+def refined(coarse: Histogram, factor: int = HISTORY_COARSENING) -> Histogram:
+    """A coarse histogram back on the telemetry's buckets, each count at the middle of its coarse bucket."""
+    fine = coarse.copy()
+    fine.buckets = {index * factor + factor // 2: n for index, n in coarse.buckets.items()}
+    return fine
+
+
 def encode_task_point(stats: TaskStats) -> str:
-    """Counters and both histograms; the dead-letter reasons are not kept (their names are unbounded)."""
+    """Counters and both histograms, coarsened; the dead-letter reasons are not kept (their names are
+    unbounded)."""
     return _dumps(
         [
             [getattr(stats, name) for name in COUNTERS],
-            clamp_histogram(stats.wait).to_json(),
-            clamp_histogram(stats.run).to_json(),
+            clamp_histogram(coarsened(stats.wait)).to_json(),
+            clamp_histogram(coarsened(stats.run)).to_json(),
         ]
     )
 
 
 def decode_task_point(text: str) -> TaskStats:
     counts, wait, run = json.loads(text)
-    stats = TaskStats(wait=Histogram.from_json(wait), run=Histogram.from_json(run))
+    stats = TaskStats(wait=refined(Histogram.from_json(wait)), run=refined(Histogram.from_json(run)))
     for name, value in zip(COUNTERS, counts, strict=False):
         setattr(stats, name, int(value))
     return stats

@@ -145,15 +145,29 @@ class RedisHistory(HistoryStore):
             calls.append((RECORD, keys, args))
         return sum(int(n) for n in run_scripts(self._client, calls, _where(self.url), FLAG))
 
-    def _points(self, profile: str, kind: str, name: str, tier: Tier) -> list[tuple[int, str]]:
-        key = series_key(self.prefix, profile, kind, tier, name)
+    def _points(
+        self, profile: str, kind: str, names: Sequence[str], tier: Tier
+    ) -> dict[str, list[tuple[int, str]]]:
         with translated(_where(self.url), FLAG):
-            members = self._client.zrange(key, 0, -1)
-        points = []
-        for member in members:
-            bucket, _, value = text(member).partition(":")
-            points.append((int(bucket), value))
+            pipe = self._client.pipeline(transaction=False)
+            for name in names:
+                pipe.zrange(series_key(self.prefix, profile, kind, tier, name), 0, -1)
+            replies = pipe.execute()
+        points: dict[str, list[tuple[int, str]]] = {}
+        for name, members in zip(names, replies, strict=True):
+            if members:
+                points[name] = [_split(member) for member in members]
         return points
+
+    def _names(self, profile: str, kind: str) -> list[str]:
+        with translated(_where(self.url), FLAG):
+            members = self._client.zrange(index_key(self.prefix, profile, kind), 0, -1)
+        return [text(member) for member in members]
 
     def close(self) -> None:
         self._client.close()
+
+
+def _split(member: bytes) -> tuple[int, str]:
+    bucket, _, value = text(member).partition(":")
+    return int(bucket), value

@@ -117,16 +117,30 @@ class SQLiteHistory(HistoryStore):
             "DELETE FROM tq_history_series WHERE ns = ? AND seen_s < ?", (self.prefix, before_s)
         ).rowcount
 
-    def _points(self, profile: str, kind: str, name: str, tier: Tier) -> list[tuple[int, str]]:
+    def _points(
+        self, profile: str, kind: str, names: Sequence[str], tier: Tier
+    ) -> dict[str, list[tuple[int, str]]]:
+        points: dict[str, list[tuple[int, str]]] = {}
+        with self._file.read() as db:
+            for name in names:
+                rows = db.execute(
+                    "SELECT p.bucket, p.value FROM tq_history_series s"
+                    " JOIN tq_history_points p ON p.series = s.id"
+                    " WHERE s.ns = ? AND s.profile = ? AND s.kind = ? AND s.name = ? AND p.tier = ?"
+                    " ORDER BY p.bucket",
+                    (self.prefix, profile, kind, name, tier.resolution_s),
+                ).fetchall()
+                if rows:
+                    points[name] = [(int(bucket), str(value)) for bucket, value in rows]
+        return points
+
+    def _names(self, profile: str, kind: str) -> list[str]:
         with self._file.read() as db:
             rows = db.execute(
-                "SELECT p.bucket, p.value FROM tq_history_series s"
-                " JOIN tq_history_points p ON p.series = s.id"
-                " WHERE s.ns = ? AND s.profile = ? AND s.kind = ? AND s.name = ? AND p.tier = ?"
-                " ORDER BY p.bucket",
-                (self.prefix, profile, kind, name, tier.resolution_s),
+                "SELECT name FROM tq_history_series WHERE ns = ? AND profile = ? AND kind = ?",
+                (self.prefix, profile, kind),
             ).fetchall()
-        return [(int(bucket), str(value)) for bucket, value in rows]
+        return [str(name) for (name,) in rows]
 
     def delete_prefix(self) -> int:
         """Delete every series of this namespace and its points (tests); returns how many series."""

@@ -10,6 +10,7 @@ shows the broker back within two refreshes of its return (:func:`tqadmin.backoff
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -29,20 +30,36 @@ from tqadmin.logs import masked_traceback
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
+from tqadmin.store.recording import (
+    LIVE,
+    SPAN_REREAD_S,
+    Depths,
+    HistoryReader,
+    HistoryRecorder,
+    Span,
+    SpanReading,
+    next_span,
+    recorder_for,
+)
 from tqadmin.tui import actions
 from tqadmin.tui.connect import connect_admin, describe_error
-from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled
+from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled, SpanRead
 from tqadmin.tui.model import QueueBoard
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
-from tqadmin.tui.sources import StoreCron, StoreTelemetry
+from tqadmin.tui.sources import StoreCron, StoreTelemetry, span_view
 from tqadmin.tui.state import PollState
 from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
+from tqadmin.tui.widgets.queue_table import TREND_WIDTH
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
+
+SPAN_QUEUES = 500
+"""Queues whose history a span read fetches, the deepest first: the rows an on-call engineer looks at."""
 
 
 class MaskedCrash(Exception):
@@ -61,7 +78,11 @@ class MaskedCrash(Exception):
 
 
 class TqadminApp(App[None]):
-    """``TqadminApp()`` reads the environment and config file like the CLI; tests inject fakes."""
+    """``TqadminApp()`` reads the environment and config file like the CLI; tests inject fakes.
+
+    With telemetry from the store, history is read from (and, unless read-only, written to) the same store;
+    ``history`` is a reader of the caller's for an app whose telemetry is its own (a seeded screen).
+    """
 
     TITLE = "tqadmin"
     CSS_PATH = "app.tcss"
@@ -80,6 +101,7 @@ class TqadminApp(App[None]):
         Binding("w", "switch_mode('workers')", "Workers"),
         Binding("c", "switch_mode('cron')", "Cron"),
         Binding("P", "profiles", "Profiles"),
+        Binding("H", "cycle_span", "Span: live, last hour, day, week", show=False),
         Binding("ctrl+r", "refresh", "Refresh", show=False),
     ]
 
@@ -94,6 +116,7 @@ class TqadminApp(App[None]):
         refresh_s: float = 2.0,
         clock: Callable[[], float] = time.time,
         environ: Mapping[str, str] | None = None,
+        history: HistoryReader | None = None,
     ) -> None:
         super().__init__()
         self.environ = environ
@@ -102,9 +125,17 @@ class TqadminApp(App[None]):
         self._from_store = (telemetry == "store", cron == "store")
         self.telemetry_source: TelemetrySource | None = None if telemetry == "store" else telemetry
         self.cron_source: CronSource | None = None if cron == "store" else cron
+        self.clock = clock
+        self.recorder: HistoryRecorder | None = None
+        self.history_reader: HistoryReader | None = None
+        self._given_history = history
+        self._store_lock = threading.Lock()  # see _close_store_sources
         self._open_store_sources()
         self.refresh_s = refresh_s
-        self.clock = clock
+        self.span: Span = LIVE
+        self.span_reading: SpanReading | None = None
+        self.span_error: str | None = None
+        self._span_read_at = float("-inf")
         self.board = QueueBoard()
         self.poll_state = self._fresh_state()
         self.telemetry: TelemetryView | None = None
@@ -119,18 +150,38 @@ class TqadminApp(App[None]):
         self._timer: Timer | None = None
 
     def _open_store_sources(self) -> None:
-        """Telemetry and cron from the configured state store, unless the caller gave its own (or None)."""
+        """Telemetry, cron and history from the configured state store, unless the caller gave its own
+        telemetry (or None): then there is no history either. A read-only profile records nothing."""
         self._close_store_sources()
         s = self.settings
         if self._from_store[0]:
             self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s, fresh=s.not_created_yet)
+            self.recorder = recorder_for(s, self.clock)
+            self.history_reader = HistoryReader.of(s, self.clock)
+        else:
+            self.history_reader = self._given_history
         if self._from_store[1]:
             self.cron_source = StoreCron(s.store_url, s.timeout_s, fresh=s.not_created_yet)
 
     def _close_store_sources(self) -> None:
-        for source in (self.telemetry_source, self.cron_source):
-            if isinstance(source, StoreTelemetry | StoreCron):
-                source.close()
+        """Close the store's sources once no poll thread uses them: a connection closed under a running
+        read crashes the SQLite driver. The UI never waits for that (a poll may hang on a store that is
+        down until its timeout): a thread takes the lock and closes them."""
+        sources = [
+            source
+            for source in (self.telemetry_source, self.cron_source, self.recorder, self.history_reader)
+            if isinstance(source, StoreTelemetry | StoreCron | HistoryRecorder | HistoryReader)
+        ]
+        self.recorder = self.history_reader = None
+        if not sources:
+            return
+
+        def close() -> None:
+            with self._store_lock:
+                for source in sources:
+                    source.close()
+
+        threading.Thread(target=close, name="tqadmin-close-store", daemon=True).start()
 
     def _fresh_state(self) -> PollState:
         s = self.settings
@@ -191,22 +242,31 @@ class TqadminApp(App[None]):
                 self._drop_admin()
             self.post_message(PollFailed(generation, describe_error(exc)))
         else:
+            recorder = self.recorder
+            if recorder is not None:
+                with self._store_lock:
+                    recorder.record_queues(tuple(work_queues(listing.queues)))
             self.post_message(QueuesPolled(generation, listing))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="poll-side")
     def poll_side(self, generation: int) -> None:
         telemetry = cron = None
         telemetry_error = cron_error = None
-        if self.telemetry_source is not None:
-            try:
-                telemetry = self.telemetry_source.read()
-            except Exception as exc:
-                telemetry_error = describe_error(exc)
-        if self.cron_source is not None:
-            try:
-                cron = self.cron_source.read()
-            except Exception as exc:
-                cron_error = describe_error(exc)
+        source, cron_source, recorder = self.telemetry_source, self.cron_source, self.recorder
+        with self._store_lock:
+            if source is not None:
+                try:
+                    telemetry = source.read()
+                except Exception as exc:
+                    telemetry_error = describe_error(exc)
+                else:
+                    if recorder is not None and isinstance(source, StoreTelemetry):
+                        recorder.record_tasks(source.totals())
+            if cron_source is not None:
+                try:
+                    cron = cron_source.read()
+                except Exception as exc:
+                    cron_error = describe_error(exc)
         self.post_message(SidePolled(generation, telemetry, telemetry_error, cron, cron_error))
 
     def on_queues_polled(self, event: QueuesPolled) -> None:
@@ -232,6 +292,66 @@ class TqadminApp(App[None]):
         self.cron, self.cron_error = event.cron, event.cron_error
         self.side_changed.publish(None)
         self.set_timer(self.refresh_s, lambda: self.poll_side(event.generation))
+        if self.span is not LIVE and self.clock() - self._span_read_at >= SPAN_REREAD_S:
+            self.read_span(event.generation, self.span)
+
+    # -- history ---------------------------------------------------------------------------------------
+
+    def shown_telemetry(self) -> TelemetryView | None:
+        """The telemetry panel's figures: the workers' live window, or the span's history with the live
+        workers."""
+        reading = self.span_reading
+        if self.span is LIVE or reading is None or reading.span is not self.span:
+            return self.telemetry
+        return span_view(reading, self.telemetry)
+
+    def action_cycle_span(self) -> None:
+        """``H``: the trends and the telemetry panel over live polls, the last hour, day or week."""
+        if self.history_reader is None:
+            self.notify("no history here: telemetry does not come from a state store", severity="warning")
+            return
+        self.span = next_span(self.span)
+        self.span_reading, self.span_error = None, None
+        self.board.show_span(self.span, {})
+        if self.span is not LIVE:
+            self.read_span(self._generation, self.span)
+        self.queues_changed.publish(None)
+        self.side_changed.publish(None)
+
+    def read_trend(self, queue: str, span: Span, width: int) -> Depths | None:
+        """One queue's depth cells over ``span`` (the queue detail's trend), in the caller's thread."""
+        reader = self.history_reader
+        if reader is None:
+            return None
+        with self._store_lock:
+            return reader.read(span, [queue], width).depths.get(queue, (None,) * width)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="read-span")
+    def read_span(self, generation: int, span: Span) -> None:
+        reader = self.history_reader
+        if reader is None:
+            return
+        self._span_read_at = self.clock()
+        deepest = sorted(self.board.stats.values(), key=lambda q: -(q.messages or 0))[:SPAN_QUEUES]
+        try:
+            with self._store_lock:
+                reading = reader.read(span, [q.name for q in deepest], TREND_WIDTH)
+        except Exception as exc:
+            self.post_message(SpanRead(generation, None, describe_error(exc)))
+        else:
+            self.post_message(SpanRead(generation, reading, None))
+
+    def on_span_read(self, event: SpanRead) -> None:
+        if event.generation != self._generation:
+            return
+        if event.reading is not None and event.reading.span is not self.span:
+            return  # the span changed while it was read
+        self.span_error = event.error
+        if event.reading is not None:
+            self.span_reading = event.reading
+            self.board.show_span(self.span, event.reading.depths)
+        self.queues_changed.publish(None)
+        self.side_changed.publish(None)
 
     def _schedule(self, delay: float) -> None:
         generation = self._generation
@@ -265,7 +385,8 @@ class TqadminApp(App[None]):
         self._drop_admin()
         self.settings = settings
         self._open_store_sources()
-        self.board = QueueBoard()
+        self.board = QueueBoard(span=self.span)
+        self.span_reading, self._span_read_at = None, float("-inf")
         self.poll_state = self._fresh_state()
         self.queues_changed.publish(None)
         self.notify(f"switched to {settings.describe()}", title="profile")

@@ -7,6 +7,7 @@ from textual.message import Message
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.plugin.models import Message as PeekedMessage
+from tqadmin.store.recording import Depths, Span, SpanReading
 from tqadmin.tui.views import CronView, TelemetryView
 
 
@@ -42,6 +43,27 @@ class SidePolled(Message):
         self.telemetry_error = telemetry_error
         self.cron = cron
         self.cron_error = cron_error
+
+
+class SpanRead(Message):
+    """The stored history of a span, read for the trends and the telemetry panel (``None`` with its error
+    when the store could not be read)."""
+
+    def __init__(self, generation: int, reading: SpanReading | None, error: str | None) -> None:
+        super().__init__()
+        self.generation = generation
+        self.reading = reading
+        self.error = error
+
+
+class TrendRead(Message):
+    """A queue's depth cells over a span for its detail screen (``None`` with the error when unread)."""
+
+    def __init__(self, span: Span, cells: Depths | None, error: str | None) -> None:
+        super().__init__()
+        self.span = span
+        self.cells = cells
+        self.error = error
 
 
 class MessagesPeeked(Message):

@@ -12,20 +12,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
+from tqadmin.store.recording import LIVE, Depths, Span
 
 HISTORY_LEN = 30
 _BARS = "▁▂▃▄▅▆▇█"
+GAP_CELL = "·"
+"""A cell of a span in which nothing polled the queue: not a zero, not an interpolation."""
 
 
 @dataclass(slots=True)
 class QueueBoard:
-    """The latest figures of every queue plus a bounded depth history per queue."""
+    """The latest figures of every queue plus a bounded depth history per queue, and the span its trends
+    show: ``live`` (the ring of this dashboard's own polls) or a span read from the stored history."""
 
     history_len: int = HISTORY_LEN
     stats: dict[str, QueueStats] = field(default_factory=dict)
     history: dict[str, deque[int]] = field(default_factory=dict)
     alarms: tuple[Alarm, ...] = ()
     broker: str = ""
+    span: Span = LIVE
+    span_cells: dict[str, Depths] = field(default_factory=dict)
 
     def apply(self, listing: QueueListing) -> None:
         """Fold one poll in; queues the broker no longer lists are forgotten with their history."""
@@ -41,19 +47,36 @@ class QueueBoard:
         self.alarms = listing.alarms
         self.broker = listing.broker
 
+    def show_span(self, span: Span, cells: dict[str, Depths]) -> None:
+        self.span, self.span_cells = span, cells
 
-def sparkline(values: Iterable[int], width: int = 12) -> str:
-    """Depth history as block characters scaled to its own maximum.
+    def trend(self, queue: str) -> Iterable[int | None]:
+        """The depths a queue's trend draws: its live ring, or its cells of the span shown."""
+        if self.span is LIVE:
+            return self.history.get(queue, ())
+        return self.span_cells.get(queue, ())
+
+
+def sparkline(values: Iterable[int | None], width: int = 12) -> str:
+    """Depth history as block characters scaled to its own maximum; ``None`` (nothing polled) is a gap.
 
     Zero is an empty cell and a flat non-zero series a low flat line: a full block would read as "maxed
     out" when the depth merely did not change.
     """
     points = list(values)[-width:]
-    top = max(points, default=0)
-    if top <= 0 or min(points) == top:
-        return "".join(" " if v <= 0 else _BARS[1] for v in points)
+    known = [v for v in points if v is not None]
+    top = max(known, default=0)
+    flat = top <= 0 or min(known) == top
     steps = len(_BARS) - 1
-    return "".join(" " if v <= 0 else _BARS[max(1, min(steps, int(v * steps / top + 0.5)))] for v in points)
+
+    def cell(v: int | None) -> str:
+        if v is None:
+            return GAP_CELL
+        if v <= 0:
+            return " "
+        return _BARS[1] if flat else _BARS[max(1, min(steps, int(v * steps / top + 0.5)))]
+
+    return "".join(cell(v) for v in points)
 
 
 def human_duration(seconds: float | None) -> str:

@@ -13,7 +13,10 @@ from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
 from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
+from tqadmin.store.recording import SpanReading
+from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
+from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.window import window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
 
@@ -59,6 +62,12 @@ class StoreTelemetry:
         self._store: Lazy[StateStore] = Lazy(
             connect or (lambda: open_store(store_url, timeout_s=timeout_s, create=False))
         )
+        self._ledger = WorkerLedger()
+
+    def totals(self) -> dict[str, TaskStats]:
+        """Each task type's cumulative figures over every worker seen, departed ones included: what the
+        dashboard records in the history."""
+        return self._ledger.totals()
 
     def read(self) -> TelemetryView:
         return unless_fresh(lambda: self._store.use(self._read), self._fresh, TelemetryView(self.window_s))
@@ -69,12 +78,11 @@ class StoreTelemetry:
     def _read(self, store: StateStore) -> TelemetryView:
         now, histories = store.history(self.window_s)
         window = window_stats(now, self.window_s, histories)
-        task_types = tuple(
-            TaskTypeView(name, s.done, s.failed, latency(s.wait), latency(s.run))
-            for name, s in sorted(window.task_types.items())
-        )
+        task_types = task_type_views(window.task_types)
         workers = []
-        for record in store.workers():
+        records = store.workers()
+        self._ledger.update(record.snapshot for record in records)
+        for record in records:
             snap = record.snapshot
             totals = snap.totals()
             queues = ",".join(snap.queues)
@@ -92,6 +100,29 @@ class StoreTelemetry:
         return TelemetryView(
             self.window_s, window.throughput, window.failure_rate, task_types, tuple(workers)
         )
+
+
+def task_type_views(task_types: dict[str, TaskStats]) -> tuple[TaskTypeView, ...]:
+    return tuple(
+        TaskTypeView(name, s.done, s.failed, latency(s.wait), latency(s.run))
+        for name, s in sorted(task_types.items())
+    )
+
+
+def span_view(reading: SpanReading, live: TelemetryView | None) -> TelemetryView:
+    """The telemetry panel over a span of history: the task types' activity from the stored points, the
+    workers as the live poll sees them (history keeps no worker)."""
+    tier = reading.span.tier
+    seconds = reading.covered_s
+    total = summed(reading.tasks.values())
+    finished = total.done + total.failed
+    return TelemetryView(
+        window_s=tier.span_s if tier else seconds,
+        throughput=total.done / seconds if seconds > 0 else 0.0,
+        failure_rate=total.failed / finished if finished else 0.0,
+        task_types=task_type_views(reading.tasks),
+        workers=live.workers if live else (),
+    )
 
 
 class StoreCron:

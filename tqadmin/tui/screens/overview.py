@@ -73,7 +73,7 @@ class OverviewScreen(QueueScreen):
 
     def show_status(self) -> None:
         table = self.table
-        header = header_text(table.sort_column, table.sort_reverse)
+        header = header_text(table.sort_column, table.sort_reverse, self.tq.span)
         self.query_one("#queue-header", Static).update(header[int(table.scroll_x) :])  # scrolls with the rows
         label = next(c.label for c in COLUMNS if c.key == table.sort_column)
         arrow = "↓" if table.sort_reverse else "↑"
@@ -89,6 +89,11 @@ class OverviewScreen(QueueScreen):
         if table.hot:
             text.append(" · ")
             text.append(f"{table.hot:,} over alert thresholds (red)", style="bold red")
+        span = self.tq.span
+        if span.tier is not None:
+            text.append(f" · trends and telemetry: {span.label}, from history (H: next span)")
+        if self.tq.span_error:
+            text.append(f" · history not read: {self.tq.span_error}", style="bold red")
         state = self.tq.poll_state
         if state.stale:
             known = "last good data" if state.last_ok is not None else "no data yet"
@@ -97,7 +102,7 @@ class OverviewScreen(QueueScreen):
 
     def show_telemetry(self) -> None:
         self.query_one(TelemetryPanel).show(
-            self.tq.telemetry, self.tq.telemetry_error, self.tq.settings.thresholds
+            self.tq.shown_telemetry(), self.tq.telemetry_error, self.tq.settings.thresholds
         )
 
     def selected_queue(self) -> str | None:

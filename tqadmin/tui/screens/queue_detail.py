@@ -14,15 +14,18 @@ from tqadmin.frameworks import summarise
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import delay_queues_of
 from tqadmin.plugin.models import HEADER_REASON, Message, QueueStats
+from tqadmin.store.recording import SPAN_REREAD_S, SPANS, Span
 from tqadmin.tui.connect import describe_error
-from tqadmin.tui.events import MessagesPeeked, PeekFailed
-from tqadmin.tui.model import human_count, human_duration, human_rate
+from tqadmin.tui.events import MessagesPeeked, PeekFailed, TrendRead
+from tqadmin.tui.model import GAP_CELL, human_count, human_duration, human_rate, sparkline
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean, literal
 from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.peek_cost import cost_notice
 
 PEEK_COUNT = 20
+TREND_CELLS = 60
+"""Cells of the queue's depth trend: a minute each over the last hour."""
 NOT_AVAILABLE = "n/a"
 # The header's figures a broker may be unable to give: (label, QueueStats field).
 OPTIONAL_FIGURES = (
@@ -43,6 +46,11 @@ def unavailable(stats: QueueStats, capabilities: Capabilities | None) -> dict[st
         for label, name in OPTIONAL_FIGURES
         if getattr(stats, name) is None and (reason := capabilities.why_unavailable(name))
     }
+
+
+def trend_span(shown: Span) -> Span:
+    """The span of the queue's trend: the one the overview shows, the last hour while it shows live."""
+    return shown if shown.tier is not None else SPANS[1]
 
 
 def message_row(message: Message) -> tuple[Text, ...]:
@@ -69,12 +77,14 @@ class QueueDetailScreen(QueueScreen):
     def __init__(self, queue: str) -> None:
         super().__init__()
         self.queue = queue
+        self._trend_key: tuple[Span, float] | None = None
         self.peeked: tuple[Message, ...] = ()
         self.peek_event: MessagesPeeked | None = None
 
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
         yield Static(id="queue-figures")
+        yield Static(id="queue-trend")
         yield Static("peeking…", id="peek-cost")
         table: DataTable[Text] = DataTable(id="messages", cursor_type="row", zebra_stripes=True)
         table.add_columns("job id", "task type", "redelivered", "reason", "last error")
@@ -84,8 +94,41 @@ class QueueDetailScreen(QueueScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.tq.queues_changed.subscribe(self, self.show_figures)
+        self.tq.queues_changed.subscribe(self, self.refresh_trend)
+        self.query_one("#queue-trend", Static).display = self.tq.history_reader is not None
         self.show_figures()
+        self.refresh_trend()
         self.action_peek()
+
+    def refresh_trend(self, _: None = None) -> None:
+        """Read the trend again when the span changed or the last read is older than the finest tier."""
+        span = trend_span(self.tq.span)
+        now = self.tq.clock()
+        if self.tq.history_reader is None or (span, now // SPAN_REREAD_S) == self._trend_key:
+            return
+        self._trend_key = (span, now // SPAN_REREAD_S)
+        self.read_trend(span)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="trend")
+    def read_trend(self, span: Span) -> None:
+        try:
+            cells = self.tq.read_trend(self.queue, span, TREND_CELLS)
+        except Exception as exc:
+            self.post_message(TrendRead(span, None, describe_error(exc)))
+        else:
+            self.post_message(TrendRead(span, cells, None))
+
+    def on_trend_read(self, event: TrendRead) -> None:
+        text = Text(f" depth, {event.span.label}: ", style="dim", end="")
+        if event.cells is None:
+            text.append(f"history not read: {event.error}", style="red")
+        elif all(cell is None for cell in event.cells):
+            text.append("nothing recorded (history is written while a dashboard or the exporter polls)")
+        else:
+            text.append(sparkline(event.cells, TREND_CELLS), style="cyan")
+            known = [cell for cell in event.cells if cell is not None]
+            text.append(f"  max {human_count(max(known))}  ({GAP_CELL} nothing polled)", style="dim")
+        self.query_one("#queue-trend", Static).update(text)
 
     def show_figures(self, _: None = None) -> None:
         stats = self.tq.board.stats.get(self.queue)

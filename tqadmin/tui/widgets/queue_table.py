@@ -26,6 +26,7 @@ from tqadmin.alerting.conditions import NO_CONTEXT, QueueContext, queue_alerts
 from tqadmin.config import Thresholds
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
+from tqadmin.store.recording import LIVE, Span
 from tqadmin.tui.model import (
     QueueBoard,
     human_count,
@@ -71,12 +72,12 @@ def fit(text: str, width: int, right: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def header_text(sort_column: str, reverse: bool) -> Text:
+def header_text(sort_column: str, reverse: bool, span: Span = LIVE) -> Text:
     text = Text(end="", no_wrap=True)
     for column in COLUMNS:
         label = column.label + ((" ↓" if reverse else " ↑") if column.key == sort_column else "")
         text.append(fit(label, column.width, column.right) + " " * GAP, style="bold")
-    text.append("depth trend", style="bold")
+    text.append("depth trend" if span is LIVE else f"depth {span.name}", style="bold")
     return text
 
 
@@ -89,7 +90,7 @@ def row_text(
     text = Text(end="", no_wrap=True)
     for column in COLUMNS:
         text.append(fit(column.fmt(queue), column.width, column.right) + " " * GAP, style=style)
-    text.append(sparkline(board.history.get(queue.name, ()), TREND_WIDTH), style="cyan")
+    text.append(sparkline(board.trend(queue.name), TREND_WIDTH), style="cyan")
     return text
 
 

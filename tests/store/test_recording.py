@@ -1,0 +1,169 @@
+"""Recording a profile's history from a poller and reading it back as spans, on Redis and SQLite: what a
+dashboard opened after a restart draws, with gaps where nothing polled."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tqadmin.errors import NoDatabase
+from tqadmin.plugin.models import QueueStats
+from tqadmin.store import open_store
+from tqadmin.store.history import TIERS, open_history
+from tqadmin.store.recording import (
+    LIVE,
+    RECORD_EVERY_S,
+    SPANS,
+    HistoryReader,
+    HistoryRecorder,
+    activity,
+    next_span,
+)
+from tqadmin.telemetry.counters import TaskStats
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+HOUR, DAY = SPANS[1], SPANS[2]
+T0 = 1_800_000_000.0  # a bucket boundary of every tier
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def url(request: pytest.FixtureRequest, unique: str, tmp_path: Path) -> Iterator[str]:
+    if request.param == "redis":
+        url = f"{REDIS_URL}?prefix=rec{unique}"
+        yield url
+        cleanup: Any = open_store(url)
+        cleanup.delete_prefix()
+        cleanup.close()
+    else:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        open_store(url).close()  # the workers' store made the file
+        yield url
+
+
+def depth(name: str, messages: int) -> QueueStats:
+    return QueueStats(name=name, messages=messages, ready=messages, unacked=0, consumers=1)
+
+
+def totals(done: int, failed: int = 0) -> dict[str, TaskStats]:
+    stats = TaskStats(done=done, failed=failed)
+    stats.run.record(0.25, times=done)
+    return {"send_email": stats}
+
+
+def record_depths(url: str, clock: Clock, depths: dict[float, int]) -> None:
+    """A poller that saw ``orders`` at each depth, seconds after ``T0``."""
+    recorder = HistoryRecorder(url, "prod", clock=clock)
+    for t, messages in depths.items():
+        clock.now = T0 + t
+        recorder.record_queues([depth("orders", messages)])
+    recorder.close()
+
+
+def test_a_reader_opened_after_a_restart_draws_the_hour_the_poller_recorded(url: str) -> None:
+    clock = Clock()
+    recorder = HistoryRecorder(url, "prod", clock=clock)
+    for minute in range(60):
+        clock.now = T0 + 60 * minute
+        recorder.record_queues([depth("orders", minute)])
+        recorder.record_tasks(totals(done=100 * minute, failed=minute))
+    recorder.close()  # the dashboard closes; another opens a minute later
+
+    clock.now += 60
+    reading = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders", "nothing-recorded"], width=12)
+    assert list(reading.depths) == ["orders"]
+    cells = reading.depths["orders"]
+    assert len(cells) == 12 and cells[-1] == 59
+    assert None not in cells and list(cells) == sorted(cells)  # rising: each cell its highest depth
+    done = reading.tasks["send_email"]
+    assert (done.done, done.failed, done.run.count) == (5900, 59, 5900)  # the whole span: 0 -> 59 minutes
+    assert reading.covered_s == 59 * 60
+
+
+def test_a_cell_nobody_polled_is_a_gap_not_a_zero(url: str) -> None:
+    clock = Clock()
+    record_depths(url, clock, {0: 7, 600: 7, 3000: 7})  # polled at the start, at ten minutes, at fifty
+    clock.now = T0 + 3599
+    cells = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders"], width=6).depths["orders"]
+    assert cells == (7, 7, None, None, None, 7)
+
+
+def test_a_poller_writes_at_most_one_point_per_kind_every_five_seconds(url: str) -> None:
+    clock = Clock()
+    recorder = HistoryRecorder(url, "prod", clock=clock)
+    for step in range(10):  # a dashboard polling every second
+        clock.now = T0 + step
+        recorder.record_queues([depth("orders", step)])
+    history = open_history(url, create=False)
+    points = history.queue_history("prod", "orders", TIERS[0])
+    history.close()
+    assert RECORD_EVERY_S == 5.0
+    assert [f["messages"] for _, f in points] == [5]  # written at 0 s and 5 s, one 10 s bucket: the last
+
+
+def test_the_coarser_spans_read_the_same_recording(url: str) -> None:
+    clock = Clock()
+    record_depths(url, clock, {3600 * hour: hour for hour in range(24)})
+    clock.now = T0 + 23 * 3600 + 1
+    day = HistoryReader(url, "prod", clock=clock).read(DAY, ["orders"], width=24).depths["orders"]
+    assert [c for c in day if c is not None] == list(range(24))
+
+
+def test_live_reads_nothing_from_the_store() -> None:
+    reader = HistoryReader("redis://127.0.0.1:1", "prod")  # would fail if it connected
+    assert reader.read(LIVE, ["orders"], width=12).depths == {}
+
+
+def test_the_spans_cycle_live_hour_day_week_and_back() -> None:
+    names = []
+    span = LIVE
+    for _ in range(5):
+        names.append(span.name)
+        span = next_span(span)
+    assert names == ["live", "1h", "1d", "1w", "live"]
+
+
+def test_activity_after_a_writer_restarted_with_lower_totals_loses_one_step_never_goes_negative() -> None:
+    def point(t: int, done: int) -> tuple[int, TaskStats]:
+        return t, totals(done)["send_email"]
+
+    points = [point(0, 100), point(10, 150), point(20, 40), point(30, 90)]  # a ledger restarted at 20
+    done, covered = activity(points, since_s=0)
+    assert (done.done, covered) == (100, 30.0)  # 50 + 0 + 50
+
+
+def test_a_recorder_on_an_embedded_file_nothing_created_writes_nothing_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "home" / "store.db"
+    recorder = HistoryRecorder(f"sqlite:///{path}", "prod", fresh=lambda _missing: "not created yet")
+    recorder.record_queues([depth("orders", 3)])
+    reader = HistoryReader(f"sqlite:///{path}", "prod", fresh=lambda _missing: "not created yet")
+    assert reader.read(HOUR, ["orders"], width=4).depths == {}
+    assert not path.parent.exists()
+    with pytest.raises(NoDatabase):  # unless the caller says the file is one to wait for
+        HistoryReader(f"sqlite:///{path}", "prod").read(HOUR, ["orders"], width=4)
+
+
+def test_a_store_that_fails_is_logged_once_per_outage_and_never_stops_the_poller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    recorder = HistoryRecorder("redis://127.0.0.1:1/0", "prod", timeout_s=0.5, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="tqadmin.history"):
+        for step in range(3):
+            clock.now = T0 + 10 * step
+            recorder.record_queues([depth("orders", 1)])
+    failures = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert len(failures) == 1 and "profile prod" in failures[0]
