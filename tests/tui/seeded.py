@@ -16,7 +16,15 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from tests.tui.seeding import FROZEN_NOW, LEASE_S, URL, SeededAdmin, SeededCron, seeded_telemetry
+from tests.tui.seeding import (
+    FROZEN_NOW,
+    LEASE_S,
+    URL,
+    SeededAdmin,
+    SeededCron,
+    seeded_history,
+    seeded_telemetry,
+)
 from tqadmin.config import Settings, Thresholds
 from tqadmin.errors import Unreachable
 from tqadmin.plugin.models import Message
@@ -55,6 +63,7 @@ def seeded_app(
     cron: bool = True,
     refresh_s: float = 3600.0,
     config_path: Path | None = None,
+    history: bool = False,
 ) -> TqadminApp:
     """An app on a seeded memory broker with a frozen clock; ``warm`` polls fill the depth sparklines."""
     admin = admin or SeededAdmin()
@@ -66,13 +75,15 @@ def seeded_app(
         config_path=config_path,
         thresholds=Thresholds(depth=100, oldest_age_s=600.0, dlq_messages=1),
     )
+    source = seeded_telemetry() if telemetry else None
     app = TqadminApp(
         settings=settings,
         admin_factory=lambda _settings: admin,
-        telemetry=seeded_telemetry() if telemetry else None,
+        telemetry=source,
         cron=SeededCron() if cron else None,
         refresh_s=refresh_s,
         clock=lambda: FROZEN_NOW,
+        history=seeded_history(admin, source) if history and source else None,
     )
     for _ in range(warm):
         admin.step()
@@ -160,6 +171,23 @@ def _press(*keys: str) -> Steps:
     return steps
 
 
+async def _history(pilot: Pilot[Any]) -> None:
+    """The overview over the last hour of stored history, as a dashboard opened after a restart shows it."""
+    app: TqadminApp = pilot.app  # type: ignore[assignment]
+    await _overview(pilot)
+    await pilot.press("H")
+    await until(pilot, lambda: app.span_reading is not None)
+
+
+async def _history_detail(pilot: Pilot[Any]) -> None:
+    await _overview(pilot)
+    await pilot.press("enter")
+    await until(
+        pilot, lambda: "depth, last hour: " in str(pilot.app.screen.query_one("#queue-trend").content)
+    )
+    await until(pilot, lambda: bool(getattr(pilot.app.screen, "peeked", ())))
+
+
 async def _purge_confirm(pilot: Pilot[Any]) -> None:
     await _overview(pilot)
     await pilot.press("X")
@@ -244,6 +272,8 @@ SCENES: tuple[Scene, ...] = (
     Scene("profiles", _press("P"), {"with_profiles": True}),
     Scene("read-only", _overview, {"read_only": True}),
     Scene("broker-down", _broker_down),
+    Scene("history", _history, {"history": True}),
+    Scene("history-queue-detail", _history_detail, {"history": True}),
     Scene("hostile-names", _overview, admin=_hostile),
     Scene("no-workers", _overview, {"telemetry": False, "cron": False}),
     # Without the latency charts: plotext places ticks of a chart this small differently from run to run.

@@ -12,6 +12,7 @@ same screen: the clocks are set while seeding and frozen at :data:`FROZEN_NOW` a
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import tempfile
@@ -31,9 +32,11 @@ from tqadmin.errors import TqadminError
 from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
+from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
+from tqadmin.store.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
-from tqadmin.telemetry.counters import StatsKey, TaskStats
+from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.sources import StoreTelemetry
 from tqadmin.tui.views import CronView, ScheduleView
@@ -331,3 +334,38 @@ class SeededCron:
                 ),
             ),
         )
+
+
+def seeded_history(admin: SeededAdmin, telemetry: StoreTelemetry) -> HistoryReader:
+    """A day of history as dashboards would have recorded it on the frozen clock: every 5 minutes for 23
+    hours, then every 10 s for the last hour but for eight minutes when nothing polled (a gap). Depths swing
+    around the seeded queues' own; the task types' totals grow by the seeded workers' totals every hour."""
+    telemetry.read()
+    final = telemetry.totals()
+    directory = tempfile.mkdtemp(prefix="tq-history-")
+    url = f"sqlite:///{Path(directory) / 'state.db'}"
+    SQLiteStore(Path(directory) / "state.db").close()
+    clock = SeedClock()
+    recorder = HistoryRecorder(url, "seeded", clock=clock)
+    queues = work_queues(admin.list_queues().queues)
+    start = FROZEN_NOW - 86_400
+    moments = [*range(0, 82_800, 300), *(t for t in range(82_800, 86_400, 10) if not 84_600 <= t < 85_080)]
+    for offset in moments:
+        clock.now = start + offset
+        swing = 1 + 0.6 * math.sin(offset / 2400) + (1.5 if 83_400 <= offset < 84_000 else 0.0)
+        recorder.record_queues([replace(q, messages=int(q.messages * swing)) for q in queues])
+        recorder.record_tasks({name: _grown(stats, 24 * offset / 86_400) for name, stats in final.items()})
+    recorder.close()
+    reader = HistoryReader(url, "seeded", clock=lambda: FROZEN_NOW)
+    weakref.finalize(reader, shutil.rmtree, directory, ignore_errors=True)
+    return reader
+
+
+def _grown(total: TaskStats, times: float) -> TaskStats:
+    """``total`` ``times`` over: every count and bucket scaled alike."""
+    grown = TaskStats(**{name: round(getattr(total, name) * times) for name in COUNTERS})
+    for mine, theirs in ((grown.wait, total.wait), (grown.run, total.run)):
+        mine.buckets = {index: round(n * times) for index, n in theirs.buckets.items()}
+        mine.count = sum(mine.buckets.values())
+        mine.sum = theirs.sum * times
+    return grown
