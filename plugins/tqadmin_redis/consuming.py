@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tqadmin.backoff import RECONNECT_CAP_S
 from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.leased import LeasedConsumer
@@ -120,10 +121,11 @@ class RedisConsumer(LeasedConsumer):
     def _restart_grace_s(self) -> float:
         """How long to wait before claiming anything as abandoned: a Redis up for less than two leases has
         just restarted, and idle times ran on while it was away, so every holder looks past its lease for a
-        moment. Its uptime counts the time it spent loading its data, when nobody could renew, and a holder
-        renews a third of a lease after it is back at the latest, after a failed try or two: until the server
-        has been up for two leases the live holders renew first, and a consumer that starts then takes none
-        of their entries."""
+        moment. Its uptime counts the time it spent loading its data, when nobody could renew. A holder
+        whose renewal failed while it was away tries again after the reconnect backoff (at most
+        :data:`~tqadmin.backoff.RECONNECT_CAP_S`) and renews every third of a lease: until the server has
+        been up for two leases and that cap, the live holders renew first, and a consumer that starts then
+        takes none of their entries."""
         import redis
 
         lease_s = self.lease_ms / 1000
@@ -132,7 +134,7 @@ class RedisConsumer(LeasedConsumer):
                 uptime = min(int(m.info("server")["uptime_in_seconds"]) for m in self.conn.masters())
             except (redis.ResponseError, KeyError, ValueError):  # INFO renamed or refused: assume the worst
                 return lease_s
-        return max(0.0, 2 * lease_s - uptime)
+        return max(0.0, 2 * lease_s + RECONNECT_CAP_S - uptime)
 
     def _take(self, room: int) -> list[Delivery]:
         if room <= 0:

@@ -35,11 +35,6 @@ def persistent_redis() -> Iterator[PersistentRedis]:
     server.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, open: now and then a live worker's entry is claimed by another around a Redis "
-    "restart (1 ack refused; nothing lost, every effect once); the restart grace misses some timings",
-)
 def test_kills_a_stopped_worker_and_a_redis_restart_lose_nothing_and_steal_from_no_live_worker(
     persistent_redis: PersistentRedis,
     unique: str,

@@ -204,7 +204,8 @@ def test_an_unreachable_redis_is_exit_3_in_one_line_without_the_password(
 @pytest.mark.slow
 def test_after_a_redis_restart_a_new_consumer_leaves_a_live_holder_its_entries(unique: str) -> None:
     """Idle times run on while Redis is down, so right after a restart every held entry looks abandoned; a
-    consumer that starts then waits until the server has been up for a lease, and the holder renews first."""
+    consumer that starts then waits until the server has been up for two leases and the reconnect cap, and the
+    holder renews first."""
     from redis_servers import PersistentRedis
 
     server = PersistentRedis()

@@ -4,6 +4,7 @@ dashboard opened after a restart draws, with gaps where nothing polled."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,29 @@ def test_a_store_that_fails_is_logged_once_per_outage_and_never_stops_the_poller
             recorder.record_queues([depth("orders", 1)])
     failures = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
     assert len(failures) == 1 and "profile prod" in failures[0]
+
+
+def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucket(url: str) -> None:
+    moments = [T0 + 10 * step + 0.5 for step in range(30)]
+
+    def poller(depths: int) -> None:
+        clock = Clock()
+        recorder = HistoryRecorder(url, "prod", clock=clock)
+        for now in moments:
+            clock.now = now
+            recorder.record_queues([depth("orders", depths)])
+            recorder.record_tasks(totals(done=depths))
+        recorder.close()
+
+    writers = [threading.Thread(target=poller, args=(n,)) for n in (10, 20)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    history = open_history(url, create=False)
+    points = history.queue_history("prod", "orders", TIERS[0])
+    tasks = history.task_history("prod", "send_email", TIERS[0])
+    history.close()
+    assert [t for t, _ in points] == [T0 + 10 * step for step in range(30)]  # one each, none twice
+    assert {f["messages"] for _, f in points} <= {10, 20}
+    assert len(tasks) == 30 and {s.done for _, s in tasks} <= {10, 20}

@@ -7,6 +7,8 @@ driver sees it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
@@ -16,6 +18,24 @@ from tqadmin.store.base import Retention, StateStore
 from tqadmin.store.keys import DEFAULT_PREFIX
 
 SCHEMES = ("redis", "rediss", "sqlite")
+T = TypeVar("T")
+
+
+def by_scheme(url: str, what: str, openers: Mapping[str, Callable[[], T]]) -> T:
+    """``openers["redis"]()`` for ``redis://`` and ``rediss://``, ``openers["sqlite"]()`` for ``sqlite://``:
+    what every opener of the state store's URL shares (the state store, its history), so that a driver is
+    imported only for the URL given and a URL the driver refuses is one :class:`ConfigError` naming ``what``,
+    masked."""
+    scheme = urlsplit(url).scheme.lower()
+    opener = openers.get("redis" if scheme == "rediss" else scheme)
+    if opener is None:
+        raise ConfigError(
+            f"{what} URL {mask_url(url)} is not supported (use {', '.join(s + '://' for s in SCHEMES)})"
+        )
+    try:
+        return opener()
+    except ValueError as exc:
+        raise ConfigError(f"{what} URL {mask_url(url)}: {exc}") from None
 
 
 def open_store(
@@ -34,20 +54,17 @@ def open_store(
     """
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
-    scheme = urlsplit(url).scheme.lower()
-    try:
-        if scheme in ("redis", "rediss"):
-            from tqadmin.store.redis_store import RedisStore
 
-            return RedisStore.from_url(url, timeout_s=timeout_s, prefix=chosen, retention=retention)
-        if scheme == "sqlite":
-            from tqadmin.store.sqlite_store import SQLiteStore
+    def on_redis() -> StateStore:
+        from tqadmin.store.redis_store import RedisStore
 
-            return SQLiteStore.from_url(
-                url, timeout_s=timeout_s, prefix=chosen, retention=retention, create=create
-            )
-    except ValueError as exc:
-        raise ConfigError(f"state store URL {mask_url(url)}: {exc}") from None
-    raise ConfigError(
-        f"state store URL {mask_url(url)} is not supported (use {', '.join(s + '://' for s in SCHEMES)})"
-    )
+        return RedisStore.from_url(url, timeout_s=timeout_s, prefix=chosen, retention=retention)
+
+    def on_sqlite() -> StateStore:
+        from tqadmin.store.sqlite_store import SQLiteStore
+
+        return SQLiteStore.from_url(
+            url, timeout_s=timeout_s, prefix=chosen, retention=retention, create=create
+        )
+
+    return by_scheme(url, "state store", {"redis": on_redis, "sqlite": on_sqlite})

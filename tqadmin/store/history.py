@@ -26,12 +26,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
-from tqadmin.masking import mask_url
 from tqadmin.plugin.models import QueueStats
 from tqadmin.prefixes import split_prefix
+from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
 from tqadmin.telemetry.histogram import Histogram
@@ -306,8 +305,6 @@ def size_bound(max_series: int = DEFAULT_MAX_SERIES, *, tiers: Sequence[Tier] = 
 
 # -- opening -----------------------------------------------------------------------------------------------
 
-SCHEMES = ("redis", "rediss", "sqlite")
-
 
 def open_history(
     url: str,
@@ -323,24 +320,19 @@ def open_history(
     SQLite file that does not exist is then :class:`~tqadmin.errors.NoDatabase`, and nothing is created."""
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
-    scheme = urlsplit(url).scheme.lower()
     if max_series < 0:
         raise ConfigError("the history's max_series must be 0 or more")
-    try:
-        if scheme in ("redis", "rediss"):
-            from tqadmin.store.redis_history import RedisHistory
+    options: dict[str, Any] = {"url": url, "prefix": chosen, "max_series": max_series, "tiers": tiers}
 
-            return RedisHistory.from_url(
-                url, timeout_s=timeout_s, prefix=chosen, max_series=max_series, tiers=tiers
-            )
-        if scheme == "sqlite":
-            from tqadmin.store.sqlite_history import SQLiteHistory
+    def on_redis() -> HistoryStore:
+        from tqadmin.store.redis_history import RedisHistory, redis_client
 
-            return SQLiteHistory.from_url(
-                url, timeout_s=timeout_s, prefix=chosen, max_series=max_series, tiers=tiers, create=create
-            )
-    except ValueError as exc:
-        raise ConfigError(f"history store URL {mask_url(url)}: {exc}") from None
-    raise ConfigError(
-        f"history store URL {mask_url(url)} is not supported (use {', '.join(s + '://' for s in SCHEMES)})"
-    )
+        return RedisHistory(redis_client(url, timeout_s), **options)
+
+    def on_sqlite() -> HistoryStore:
+        from tqadmin.sqlite_file import path_of
+        from tqadmin.store.sqlite_history import SQLiteHistory
+
+        return SQLiteHistory(path_of(url), timeout_s=timeout_s, create=create, **options)
+
+    return by_scheme(url, "history store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -79,6 +79,11 @@ return recorded
 )
 
 
+def redis_client(url: str, timeout_s: float) -> redis.Redis[bytes]:
+    """The state store's Redis (or Redis Cluster) client, with its errors named as the store's."""
+    return connect(url, timeout_s, _where(url), FLAG)
+
+
 def profile_tag(prefix: str, profile: str) -> str:
     """The hash tag of a profile's history keys (percent-encoding leaves no brace nor colon in it)."""
     return "{" + f"{prefix}:hist:{quote(profile, safe='')}" + "}"
@@ -111,19 +116,6 @@ class RedisHistory(HistoryStore):
         self.max_series = max_series
         self.tiers = tuple(tiers)
         self._client = client
-
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        timeout_s: float = 10.0,
-        prefix: str = DEFAULT_PREFIX,
-        max_series: int = 2000,
-        tiers: Sequence[Tier] = TIERS,
-    ) -> RedisHistory:
-        client = connect(url, timeout_s, _where(url), FLAG)
-        return cls(client, url=url, prefix=prefix, max_series=max_series, tiers=tiers)
 
     def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, str]) -> int:
         # Every candidate goes to the script, which admits by the index it reads; a name too long is

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tqadmin.sqlite_file import SQLiteFile, path_of
+from tqadmin.sqlite_file import SQLiteFile
 from tqadmin.store.history import TIERS, HistoryStore, Tier, admitted
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.store.sqlite_store import apply_schema
@@ -51,27 +51,6 @@ class SQLiteHistory(HistoryStore):
         self._file = SQLiteFile(path, url=self.url, what="state store", create=create, timeout_s=timeout_s)
         with self._file.write() as db:
             apply_schema(db, SCHEMA)
-
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        timeout_s: float = 10.0,
-        prefix: str = DEFAULT_PREFIX,
-        max_series: int = 2000,
-        tiers: Sequence[Tier] = TIERS,
-        create: bool = True,
-    ) -> SQLiteHistory:
-        return cls(
-            path_of(url),
-            url=url,
-            prefix=prefix,
-            timeout_s=timeout_s,
-            max_series=max_series,
-            tiers=tiers,
-            create=create,
-        )
 
     def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, str]) -> int:
         with self._file.write() as db:
