@@ -15,6 +15,7 @@ from tqadmin.errors import QueueNotFound, QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing, QueueStats
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.alarms import alarms_of
@@ -23,6 +24,7 @@ from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import to_message
 from tqadmin_redis.foreign import ForeignQueues
 from tqadmin_redis.foreign_reading import ForeignSession
+from tqadmin_redis.foreign_workers import ForeignWorkers
 from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
 from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, dlq_name, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
@@ -40,6 +42,7 @@ class RedisAdmin(BrokerAdmin):
         self._clock = clock
         self._rates = Rates()
         self._foreign: ForeignQueues | None = None
+        self._foreign_workers: ForeignWorkers | None = None
 
     @property
     def conn(self) -> Connection:
@@ -52,6 +55,12 @@ class RedisAdmin(BrokerAdmin):
         if self._foreign is None:
             self._foreign = ForeignQueues(self.conn, self.conn.layout.stream_pattern(), self._clock)
         return self._foreign
+
+    def framework_workers(self) -> WorkerReading:
+        """RQ's, Sidekiq's and Dramatiq's workers from their registries here (:mod:`.foreign_workers`)."""
+        if self._foreign_workers is None:
+            self._foreign_workers = ForeignWorkers(self.conn, self._clock)
+        return self._foreign_workers.read()
 
     # -- listing -----------------------------------------------------------------------------------------
 

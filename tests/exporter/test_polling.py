@@ -12,6 +12,7 @@ import pytest
 from tqadmin.config import Overrides, resolve
 from tqadmin.errors import NotAuthorized, Unreachable
 from tqadmin.exporter.polling import ProfilePoller
+from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
@@ -21,6 +22,8 @@ ORDERS = QueueStats(name="orders", messages=4, ready=3, unacked=1, consumers=2)
 
 class ScriptedAdmin:
     """A broker admin that answers the listing with each of ``answers`` in turn (an exception is raised)."""
+
+    capabilities = Capabilities(frozenset())
 
     def __init__(self, *answers: Any) -> None:
         self.answers = list(answers)

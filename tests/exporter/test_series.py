@@ -129,3 +129,26 @@ def test_counters_never_go_down_when_workers_leave_restart_or_reuse_an_id() -> N
         ledger.update(listed)
         seen.append(ledger.totals().get("t", TaskStats()).done)
     assert seen == [12, 13, 14, 14, 16]
+
+
+def test_other_frameworks_workers_are_counted_by_framework_and_state_beside_tqadmins() -> None:
+    reading = Reading(
+        "redis",
+        queues=(),
+        workers=Counter(live=2),
+        framework_workers=Counter({("rq", "live"): 3, ("rq", "dead"): 1, ("sidekiq", "live"): 2}),
+        up=True,
+    )
+    served = {
+        (labels["framework"], labels["state"]): value
+        for name, labels, value in scrape([reading])
+        if name == names.WORKERS
+    }
+    assert served == {
+        ("tqadmin", "live"): 2,
+        ("tqadmin", "dead"): 0,
+        ("rq", "live"): 3,
+        ("rq", "dead"): 1,
+        ("sidekiq", "live"): 2,
+        ("sidekiq", "dead"): 0,
+    }

@@ -18,7 +18,7 @@ from celery_tasks import AMQP_URL, make_app
 from tests.conftest import AmqpQueues
 
 HERE = Path(__file__).parent
-SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues")  # RQ's and Sidekiq's sets of every queue and worker
+SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues", b"processes")  # RQ's and Sidekiq's shared sets
 SHARED_SORTED_SETS = (b"dead", b"retry", b"schedule")  # Sidekiq's, shared by every queue
 
 

@@ -11,3 +11,10 @@ def resize(image: str, width: int = 100) -> None:
 
 def ship(order: str) -> str:
     return order
+
+
+def nap(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds

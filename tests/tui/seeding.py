@@ -20,6 +20,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,11 +30,13 @@ from tqadmin_memory.broker import MemoryBroker, Rates
 from tqadmin_memory.capabilities import CAPABILITIES
 
 from tqadmin.errors import TqadminError
+from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
@@ -44,7 +47,8 @@ from tqadmin.tui.views import CronView, ScheduleView
 URL = "memory://seeded"
 FROZEN_NOW = 1_780_000_000.0  # 2026-05-28T20:26:40Z: the clock of every seeded screen
 LEASE_S = 86_400.0  # a seeded worker's lease: on the frozen clock it never runs out
-SEEDED_CAPABILITIES = replace(CAPABILITIES, unavailable=())  # the seeded queues are given rates
+# The seeded queues are given rates; the seeded broker also holds other frameworks' worker registries.
+SEEDED_CAPABILITIES = replace(CAPABILITIES, unavailable=(), worker_registries=("rq", "sidekiq", "dramatiq"))
 TASK_TYPES = ("resize_image", "send_email", "generate_report")
 ERRORS = (
     ("max_retries", "TimeoutError: upstream image store did not answer in 30s"),
@@ -192,6 +196,9 @@ class SeededAdmin(MemoryAdmin):
 
     # -- the admin face, watched ------------------------------------------------------------------------
 
+    def framework_workers(self) -> WorkerReading:
+        return seeded_framework_workers()
+
     def list_queues(self) -> QueueListing:
         self.calls.append("list_queues")
         if self.failure is not None:
@@ -243,6 +250,41 @@ class RecordingTransfer(TransferSession):
 
     def close(self) -> None:
         self.session.close()
+
+
+def _rq_time(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def seeded_framework_workers() -> WorkerReading:
+    """Other frameworks' workers beside the seeded tqadmin ones, decoded from registries as RQ, Sidekiq and
+    Dramatiq write them: an RQ worker busy and one killed, a busy Sidekiq process, one whose hash expired,
+    and an idle Dramatiq worker."""
+    now = FROZEN_NOW
+    rq_busy = {"birth": _rq_time(now - 7200), "last_heartbeat": _rq_time(now - 4.0), "queues": "invoices",
+               "pid": "3121", "hostname": "rq-host", "state": "busy"}  # fmt: skip
+    rq_killed = {**rq_busy, "last_heartbeat": _rq_time(now - 440.0), "state": "idle", "pid": "3122"}
+    job = {"description": "billing.render_invoice('inv-2291')", "origin": "invoices",
+           "started_at": _rq_time(now - 3.5)}  # fmt: skip
+    identity = "web-7f9c:12:8d1e2a"
+    info = {"hostname": "web-7f9c", "started_at": now - 5400, "pid": 12, "concurrency": 10,
+            "queues": ["default", "mailers"]}  # fmt: skip
+    work = {
+        f"tid-{n}": json.dumps({"queue": queue, "run_at": int(now) - 2, "payload": json.dumps(
+            {"class": job_class, "jid": jid, "args": [], "queue": queue})})
+        for n, (queue, job_class, jid) in enumerate(
+            (("mailers", "WelcomeMailer", "b1c9e0f3a2d4"), ("default", "SyncCrmContact", "77aa01c2e9f0")))
+    }  # fmt: skip
+    sidekiq = {"info": json.dumps(info), "busy": "2", "beat": str(now - 3.1), "quiet": "false"}
+    return WorkerReading(
+        (
+            rq_workers.worker("rq:worker:rq-host.3121", rq_busy, 95.0, {"4f3a9c": job}, now),
+            rq_workers.worker("rq:worker:rq-host.3122", rq_killed, 40.0, {}, now),
+            sidekiq_workers.process(identity, sidekiq, work, now),
+            sidekiq_workers.process("web-0a11:12:c0ffee", None, {}, now),
+            dramatiq_workers.worker("dramatiq", "5b0e-83d1", (now - 1.5) * 1000, {}, now),
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,7 +254,8 @@ async def test_workers_screen_marks_dead_workers(make_app: MakeApp) -> None:
         await pilot.press("w")
         await pilot.pause()
         status = text_of(app.screen.query_one("#workers-status"))
-        assert "2 live" in status and "1 dead" in status
+        assert "5 live" in status and "3 dead" in status  # tqadmin's 2 and 1, the others' 3 and 2
+        assert "dramatiq, rq, sidekiq, tqadmin" in status
         await pilot.press("j", "k")
 
 

@@ -16,6 +16,7 @@ from tqadmin.demo.layout import Layout
 from tqadmin.plugin.base import BrokerAdmin, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
+from tqadmin.plugin.workers import WorkerReading
 
 
 class FocusedAdmin(BrokerAdmin):
@@ -64,6 +65,9 @@ class FocusedAdmin(BrokerAdmin):
 
     def deaths(self, message: Message) -> tuple[DeathRecord, ...]:
         return self.inner.deaths(message)
+
+    def framework_workers(self) -> WorkerReading:
+        return self.inner.framework_workers()
 
     def close(self) -> None:
         self.inner.close()

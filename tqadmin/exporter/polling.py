@@ -51,6 +51,7 @@ class Reading:
     tasks: dict[str, TaskStats] = field(default_factory=dict)
     workers: Counter[str] = field(default_factory=Counter)  # by state: live, dead
     worker_queues: tuple[tuple[tuple[str, ...], bool], ...] = ()  # each worker's queues, and if it is alive
+    framework_workers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (framework, state)
     cron: CronStatus | None = None
     up: bool = False
     last_success_s: float | None = None  # wall clock
@@ -119,6 +120,10 @@ class ProfilePoller:
             "state store", lambda: self._store.use(lambda s: s.workers()), no_workers, failed
         )
         cron = self._part("cron", lambda: self._cron.use(read_status), None, failed)
+        no_others: Counter[tuple[str, str]] = Counter()
+        others = self._part(
+            "worker registries", lambda: self._admin.use(_framework_counts), no_others, failed
+        )
         if records is not None:
             self._ledger.update(record.snapshot for record in records)
         tasks = self._ledger.totals()
@@ -135,6 +140,7 @@ class ProfilePoller:
                 tasks=tasks,
                 workers=last.workers if records is None else _by_state(records),
                 worker_queues=last.worker_queues if records is None else _served(records),
+                framework_workers=last.framework_workers if others is None else others,
                 cron=last.cron if "cron" in failed else cron,
                 up=not failed,
                 last_success_s=last.last_success_s if failed else self._clock(),
@@ -177,6 +183,14 @@ def profile_label(settings: Settings) -> str:
 
 def _listed(admin: BrokerAdmin) -> tuple[QueueStats, ...]:
     return tuple(work_queues(admin.list_queues().queues))
+
+
+def _framework_counts(admin: BrokerAdmin) -> Counter[tuple[str, str]]:
+    """Other frameworks' workers by framework and state, where the plugin reads their registries."""
+    if not type(admin).capabilities.worker_registries:
+        return Counter()
+    reading = admin.framework_workers()
+    return Counter((w.framework, "live" if w.alive else "dead") for w in reading.workers)
 
 
 def _served(records: list[WorkerRecord]) -> tuple[tuple[tuple[str, ...], bool], ...]:

@@ -159,6 +159,10 @@ def _workers(readings: Sequence[Reading]) -> list[Metric]:
     for reading in readings:
         for state in ("live", "dead"):
             family.add_metric([reading.profile, names.FRAMEWORK, state], reading.workers.get(state, 0))
+        for framework in sorted({framework for framework, _state in reading.framework_workers}):
+            for state in ("live", "dead"):
+                count = reading.framework_workers.get((framework, state), 0)
+                family.add_metric([reading.profile, framework, state], count)
     return [family]
 
 

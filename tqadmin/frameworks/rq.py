@@ -32,8 +32,7 @@ def read(parts: MessageParts) -> JobSummary | None:
     fields = parts.headers
     if not fields.keys() >= JOB_FIELDS:
         return None
-    description = as_text(fields.get("description")) or ""
-    call = _CALL.fullmatch(description[:10_000])
+    call = _call(fields.get("description"))
     return JobSummary(
         RQ,
         id=parts.known_id,
@@ -44,6 +43,16 @@ def read(parts: MessageParts) -> JobSummary | None:
         sent_at=epoch_seconds(fields.get("enqueued_at")) or epoch_seconds(fields.get("created_at")),
         sent_to=name(fields.get("origin")),
     )
+
+
+def called_function(description: object) -> str | None:
+    """The function a job's ``description`` names (``module.func`` of ``module.func(1, 'x')``)."""
+    call = _call(description)
+    return name(call["function"]) if call else None
+
+
+def _call(description: object) -> re.Match[str] | None:
+    return _CALL.fullmatch((as_text(description) or "")[:10_000])
 
 
 def _last_exception(exc_string: object, exc_info: object) -> str | None:

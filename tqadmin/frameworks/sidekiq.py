@@ -34,7 +34,7 @@ def read(parts: MessageParts) -> JobSummary | None:
         args=call_preview(_arguments(job)),
         retries=count(job.get("retry_count", 0)),
         error=_error(job.get("error_class"), job.get("error_message")),
-        sent_at=_moment(job.get("enqueued_at")) or _moment(job.get("created_at")),
+        sent_at=moment(job.get("enqueued_at")) or moment(job.get("created_at")),
         sent_to=name(job.get("queue")),
     )
 
@@ -51,6 +51,7 @@ def _error(error_class: Any, message: Any) -> str | None:
     return error_text(": ".join(shown)) if shown else None
 
 
-def _moment(value: Any) -> float | None:
+def moment(value: Any) -> float | None:
+    """A Sidekiq time as epoch seconds: seconds as a float, or integer milliseconds from Sidekiq 8 on."""
     big = isinstance(value, int | float) and not isinstance(value, bool) and value > MILLISECONDS_FROM
     return epoch_seconds(value, milliseconds=big)

@@ -20,6 +20,7 @@ from tqadmin.errors import NotSupported, QueueReadOnly, UsageError
 from tqadmin.masking import mask_text, mask_url
 from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
+from tqadmin.plugin.workers import WorkerReading
 
 if TYPE_CHECKING:
     from tqadmin.plugin.transport import BrokerTransport
@@ -234,6 +235,12 @@ class BrokerAdmin(Closing):
         """The times the broker itself dead-lettered ``message``, newest first, as this broker records
         them on the message (none by default)."""
         return ()
+
+    def framework_workers(self) -> WorkerReading:
+        """Other frameworks' workers as their registries on this broker hold them, read without writing
+        (none by default). Only asked where ``capabilities.worker_registries`` names some; a registry that
+        cannot be read is named in the reading, the others still listed."""
+        return WorkerReading()
 
     def close(self) -> None:
         """Close connections held by this admin (none by default)."""

@@ -44,7 +44,9 @@ class Capabilities:
     task): replay then takes that path by default when nothing asks for the client (no filter, limit, rate
     or dry run), without looking at the messages first. ``peek_counts_delivery`` is whether a look adds one
     to each message's delivery count where the broker keeps one (RabbitMQ's get and requeue, an SQS
-    receive), so a screen says "one more after this look" only where it is true.
+    receive), so a screen says "one more after this look" only where it is true. ``worker_registries``
+    names the frameworks whose workers :meth:`~tqadmin.plugin.base.BrokerAdmin.framework_workers` reads
+    here (``rq``, ``sidekiq``, ``dramatiq``): where it is empty nobody opens the broker to ask.
     """
 
     supported: frozenset[Operation]
@@ -56,6 +58,7 @@ class Capabilities:
     server_side_rewrites: bool = False
     server_side_needs: str = ""
     server_side_replay: bool = False
+    worker_registries: tuple[str, ...] = ()
 
     def supports(self, operation: Operation) -> bool:
         return operation in self.supported

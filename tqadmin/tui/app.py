@@ -32,6 +32,7 @@ from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.recording import (
     LIVE,
     SPAN_REREAD_S,
@@ -44,7 +45,7 @@ from tqadmin.store.recording import (
     recorder_for,
 )
 from tqadmin.tui import actions
-from tqadmin.tui.connect import connect_admin, describe_error
+from tqadmin.tui.connect import connect_admin, describe_error, framework_workers
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled, SpanRead
 from tqadmin.tui.model import QueueBoard
 from tqadmin.tui.screens.cron import CronScreen
@@ -143,6 +144,8 @@ class TqadminApp(App[None]):
         self.cron: CronView | None = None
         self.cron_error: str | None = None
         self.capabilities: Capabilities | None = None
+        self.foreign_workers: WorkerReading | None = None
+        self.foreign_workers_error: str | None = None
         self.queues_changed: Signal[None] = Signal(self, "queues-changed")
         self.side_changed: Signal[None] = Signal(self, "side-changed")
         self._admin: BrokerAdmin | None = None
@@ -231,6 +234,7 @@ class TqadminApp(App[None]):
             admin = self.admin()
             listing = admin.list_queues()
             self.capabilities = type(admin).capabilities
+            workers, workers_error = framework_workers(admin)
         except NoDatabase as missing:  # the next poll looks again, and finds the file once it exists
             note = self.settings.not_created_yet(missing)
             if note is None:
@@ -246,7 +250,7 @@ class TqadminApp(App[None]):
             if recorder is not None:
                 with self._store_lock:
                     recorder.record_queues(tuple(work_queues(listing.queues)))
-            self.post_message(QueuesPolled(generation, listing))
+            self.post_message(QueuesPolled(generation, listing, None, workers, workers_error))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="poll-side")
     def poll_side(self, generation: int) -> None:
@@ -273,6 +277,7 @@ class TqadminApp(App[None]):
         if event.generation != self._generation:
             return
         self.board.apply(event.listing)
+        self.foreign_workers, self.foreign_workers_error = event.workers, event.workers_error
         self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms, event.note)
         self.queues_changed.publish(None)
         self._schedule(self.refresh_s)

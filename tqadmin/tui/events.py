@@ -7,16 +7,29 @@ from textual.message import Message
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.plugin.models import Message as PeekedMessage
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.recording import Depths, Span, SpanReading
 from tqadmin.tui.views import CronView, TelemetryView
 
 
 class QueuesPolled(Message):
-    def __init__(self, generation: int, listing: QueueListing, note: str | None = None) -> None:
+    """One poll of the broker: its queues, and the other frameworks' workers its registries hold (``None``
+    where the plugin reads none, or with ``workers_error`` when they could not be read)."""
+
+    def __init__(
+        self,
+        generation: int,
+        listing: QueueListing,
+        note: str | None = None,
+        workers: WorkerReading | None = None,
+        workers_error: str | None = None,
+    ) -> None:
         super().__init__()
         self.generation = generation
         self.listing = listing
         self.note = note
+        self.workers = workers
+        self.workers_error = workers_error
 
 
 class PollFailed(Message):

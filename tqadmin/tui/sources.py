@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tqadmin.pipeline.cron.status import read_status
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
@@ -100,6 +101,26 @@ class StoreTelemetry:
         return TelemetryView(
             self.window_s, window.throughput, window.failure_rate, task_types, tuple(workers)
         )
+
+
+def foreign_worker_views(reading: WorkerReading | None) -> tuple[WorkerView, ...]:
+    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``."""
+    if reading is None:
+        return ()
+    return tuple(
+        WorkerView(
+            w.name,
+            ",".join(w.queues),
+            w.heartbeat_age_s,
+            ", ".join(" ".join(filter(None, (job.task, job.id))) for job in w.current_jobs) or None,
+            None,
+            None,
+            w.alive,
+            w.framework,
+            w.dead_reason,
+        )
+        for w in reading.workers
+    )
 
 
 def task_type_views(task_types: dict[str, TaskStats]) -> tuple[TaskTypeView, ...]:

@@ -32,13 +32,18 @@ class TaskTypeView:
 
 @dataclass(frozen=True, slots=True)
 class WorkerView:
+    """One worker row: tqadmin's own from the state store (with its counts), another framework's from its
+    registry on the broker (``done`` and ``failed`` ``None``: those registries keep none)."""
+
     id: str
     queue: str
-    heartbeat_age_s: float
+    heartbeat_age_s: float | None
     current_job: str | None
-    done: int
-    failed: int
+    done: int | None
+    failed: int | None
     alive: bool
+    framework: str = "tqadmin"
+    dead_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

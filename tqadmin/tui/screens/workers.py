@@ -1,4 +1,8 @@
-"""Workers: who is alive, what each is running, and which ones stopped sending heartbeats."""
+"""Workers of every framework: who is alive, what each is running, and which ones stopped beating and why.
+
+tqadmin's own come from the state store (with their counts), RQ's, Sidekiq's and Dramatiq's from their
+registries on the broker, read with each poll of the queues and never written.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tqadmin.tui.model import human_duration
 from tqadmin.tui.screens.base import DashboardScreen
+from tqadmin.tui.sources import foreign_worker_views
 from tqadmin.tui.text import literal
 from tqadmin.tui.widgets.banner import Banner
 
@@ -25,48 +30,67 @@ class WorkersScreen(DashboardScreen):
         yield Banner(id="banner")
         yield Static(id="workers-status")
         table: DataTable[Text] = DataTable(id="workers", cursor_type="row", zebra_stripes=True)
-        table.add_columns("worker", "state", "queue", "heartbeat", "current job", "done", "failed")
+        table.add_columns(
+            "worker", "framework", "state", "heartbeat", "why dead", "queue", "current job", "done", "failed"
+        )
         yield table
         yield Footer()
 
     def on_mount(self) -> None:
         super().on_mount()
         self.tq.side_changed.subscribe(self, lambda _none: self.show_workers())
+        self.tq.queues_changed.subscribe(self, lambda _none: self.show_workers())
         self.show_workers()
 
     def show_workers(self) -> None:
         table = self.query_one("#workers", DataTable)
         table.clear()
-        view, error = self.tq.telemetry, self.tq.telemetry_error
-        workers = view.workers if view else ()
+        view = self.tq.telemetry
+        workers = (*(view.workers if view else ()), *foreign_worker_views(self.tq.foreign_workers))
+        errors = [
+            *([f"tqadmin's heartbeats: {self.tq.telemetry_error}"] if self.tq.telemetry_error else []),
+            *(
+                [f"other frameworks' workers: {self.tq.foreign_workers_error}"]
+                if self.tq.foreign_workers_error
+                else []
+            ),
+            *(self.tq.foreign_workers.unreadable if self.tq.foreign_workers else ()),
+        ]
         status = self.query_one("#workers-status", Static)
-        if error:
-            status.update(Text(f" cannot read worker heartbeats: {error}", style="bold red"))
-        elif not workers:
-            status.update(Text(" no workers reporting", style="dim italic"))
+        text = Text()
+        if not workers:
+            text.append(" no workers reporting", style="dim italic")
         else:
             dead = sum(1 for w in workers if not w.alive)
-            text = Text(f" {len(workers) - dead} live")
+            frameworks = sorted({w.framework for w in workers})
+            text.append(f" {len(workers) - dead} live")
             if dead:
-                text.append(
-                    f", {dead} dead (no heartbeat; their in-flight jobs return to the queue)",
-                    style="bold red",
-                )
-            status.update(text)
-        for w in sorted(workers, key=lambda w: (w.alive, w.id)):
+                text.append(f", {dead} dead (see why)", style="bold red")
+            text.append(f" · {', '.join(frameworks)}", style="dim")
+        for error in errors:
+            text.append(f"\n cannot read {error}", style="bold red")
+        status.update(text)
+        for w in sorted(workers, key=lambda w: (w.alive, w.framework != "tqadmin", w.framework, w.id)):
             state = (
                 Text(" live ", style="black on green")
                 if w.alive
                 else Text(" DEAD ", style="bold white on red")
             )
+            age = "-" if w.heartbeat_age_s is None else human_duration(w.heartbeat_age_s)
             table.add_row(
                 literal(w.id, "" if w.alive else "red"),
+                literal(w.framework, "dim" if w.framework == "tqadmin" else "bold"),
                 state,
+                Text(age, justify="right", style="" if w.alive else "bold red"),
+                literal(w.dead_reason or ("" if w.alive else "no heartbeat"), "red"),
                 literal(w.queue),
-                Text(human_duration(w.heartbeat_age_s), justify="right", style="" if w.alive else "bold red"),
                 literal(w.current_job or "idle", "" if w.current_job else "dim"),
-                Text(str(w.done), justify="right"),
-                Text(str(w.failed), justify="right", style="red" if w.failed else ""),
+                Text("-" if w.done is None else str(w.done), justify="right"),
+                Text(
+                    "-" if w.failed is None else str(w.failed),
+                    justify="right",
+                    style="red" if w.failed else "",
+                ),
             )
 
     def action_cursor(self, direction: str) -> None:

@@ -1,0 +1,167 @@
+"""Other frameworks' workers on this Redis, read from the registries they keep and never written.
+
+Reads only: SMEMBERS, HGETALL, PTTL, ZRANGE, HMGET, and a SCAN for Dramatiq's namespaces (kept for
+:data:`~tqadmin_redis.foreign.DISCOVERY_TTL_S`, as the foreign queues are). None of the frameworks' own
+registry APIs is called: RQ's and Sidekiq's clean up as they read (RQ removes stale members, Sidekiq SREMs
+the processes whose hash is gone, behind a ``SET NX`` of its own). A registry that answers with an error
+(a key of another type) is named in the reading and the other frameworks still listed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
+from tqadmin.frameworks.summary import DRAMATIQ, RQ, SIDEKIQ
+from tqadmin.plugin.workers import ForeignWorker, WorkerReading
+from tqadmin.redis_client import text
+from tqadmin_redis.connection import Connection
+from tqadmin_redis.foreign import DISCOVERY_TTL_S, SCAN_COUNT
+
+REGISTRIES = (RQ, SIDEKIQ, DRAMATIQ)
+RQ_WORKERS = "rq:workers"
+
+
+class ForeignWorkers:
+    def __init__(
+        self,
+        conn: Connection,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._conn = conn
+        self._clock = clock
+        self._wall = wall
+        self._layout: dict[str, tuple[str, ...]] = {}
+        self._found_at: float | None = None
+
+    def read(self) -> WorkerReading:
+        import redis
+
+        workers: list[ForeignWorker] = []
+        unreadable: list[str] = []
+        readers: Sequence[tuple[str, Callable[[float], list[ForeignWorker]]]] = (
+            (RQ, self._rq),
+            (SIDEKIQ, self._sidekiq),
+            (DRAMATIQ, self._dramatiq),
+        )
+        with self._conn.translated():
+            for framework, reader in readers:
+                try:
+                    workers += reader(self._wall())
+                except redis.ResponseError as exc:
+                    unreadable.append(f"{framework} workers: {exc}")
+        return WorkerReading(tuple(workers), tuple(unreadable))
+
+    def _rq(self, now_s: float) -> list[ForeignWorker]:
+        client = self._conn.client
+        keys = sorted(text(k) for k in client.smembers(RQ_WORKERS))
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+            pipe.pttl(key)
+            pipe.smembers(rq_workers.executions_key(key))
+        replies = pipe.execute()
+        hashes = [_text_keys(replies[i]) for i in range(0, len(replies), 3)]
+        ttls = [_seconds(replies[i]) for i in range(1, len(replies), 3)]
+        job_ids = [
+            rq_workers.current_job_ids(fields, replies[i])
+            for fields, i in zip(hashes, range(2, len(replies), 3), strict=True)
+        ]
+        pipe = client.pipeline(transaction=False)
+        for ids in job_ids:
+            for job_id in ids:
+                pipe.hmget(rq_workers.job_key(job_id), "description", "origin", "started_at")
+        jobs = iter(pipe.execute())
+        found = []
+        for key, fields, ttl, ids in zip(keys, hashes, ttls, job_ids, strict=True):
+            current = {
+                job_id: dict(zip(("description", "origin", "started_at"), next(jobs), strict=True))
+                for job_id in ids
+            }
+            found.append(rq_workers.worker(key, fields, ttl, current, now_s))
+        return found
+
+    def _sidekiq(self, now_s: float) -> list[ForeignWorker]:
+        client = self._conn.client
+        identities = sorted(text(i) for i in client.smembers(sidekiq_workers.PROCESSES))
+        pipe = client.pipeline(transaction=False)
+        for identity in identities:
+            pipe.hgetall(identity)
+            pipe.hgetall(sidekiq_workers.work_key(identity))
+        replies = pipe.execute()
+        return [
+            sidekiq_workers.process(identity, _text_keys(replies[2 * i]), replies[2 * i + 1], now_s)
+            for i, identity in enumerate(identities)
+        ]
+
+    def _dramatiq(self, now_s: float) -> list[ForeignWorker]:
+        client = self._conn.client
+        found = []
+        for namespace, queues in self._dramatiq_layout().items():
+            beats = client.zrange(dramatiq_workers.heartbeats_key(namespace), 0, -1, withscores=True)
+            ids = [text(member) for member, _score in beats]
+            pipe = client.pipeline(transaction=False)
+            for worker_id in ids:
+                prefix = dramatiq_workers.acks_prefix(namespace, worker_id)
+                for queue in queues:
+                    pipe.smembers(prefix + queue)
+            held_ids = iter(pipe.execute())
+            held = [
+                {queue: sorted(text(m) for m in next(held_ids)) for queue in queues} for _worker_id in ids
+            ]
+            pipe = client.pipeline(transaction=False)
+            for by_queue in held:
+                for queue, message_ids in by_queue.items():
+                    if message_ids:
+                        pipe.hmget(dramatiq_workers.messages_key(namespace, queue), message_ids)
+            bodies = iter(pipe.execute())
+            for worker_id, (_member, score), by_queue in zip(ids, beats, held, strict=True):
+                messages = {
+                    queue: dict(zip(message_ids, next(bodies), strict=True))
+                    for queue, message_ids in by_queue.items()
+                    if message_ids
+                }
+                found.append(dramatiq_workers.worker(namespace, worker_id, score, messages, now_s))
+        return found
+
+    def _dramatiq_layout(self) -> dict[str, tuple[str, ...]]:
+        """Each Dramatiq namespace on this Redis (found by its heartbeat set) with the queues it keeps
+        messages of, from one SCAN kept for the discovery period."""
+        if self._found_at is None or self._clock() - self._found_at > DISCOVERY_TTL_S:
+            beats: set[str] = set()
+            messages: set[str] = set()
+            for master in self._conn.masters():
+                beats.update(
+                    text(k)
+                    for k in master.scan_iter(
+                        match=f"*:{dramatiq_workers.HEARTBEATS}", count=SCAN_COUNT, _type="zset"
+                    )
+                )
+                messages.update(
+                    text(k) for k in master.scan_iter(match="*.msgs", count=SCAN_COUNT, _type="hash")
+                )
+            layout = {}
+            for key in sorted(beats):
+                namespace = key.removesuffix(f":{dramatiq_workers.HEARTBEATS}")
+                layout[namespace] = tuple(
+                    sorted(
+                        m.removeprefix(f"{namespace}:").removesuffix(".msgs")
+                        for m in messages
+                        if m.startswith(f"{namespace}:")
+                    )
+                )
+            self._layout = layout
+            self._found_at = self._clock()
+        return self._layout
+
+
+def _text_keys(fields: dict[Any, Any] | None) -> dict[str, Any] | None:
+    return {text(k): v for k, v in fields.items()} if fields else None
+
+
+def _seconds(pttl: Any) -> float | None:
+    """PTTL's answer as seconds; ``None`` for a key without an expiry (-1) or gone (-2)."""
+    return pttl / 1000 if isinstance(pttl, int) and pttl >= 0 else None

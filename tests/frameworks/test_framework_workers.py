@@ -1,0 +1,254 @@
+"""Other frameworks' workers in ``tqadmin workers``: a real RQ worker busy, idle and killed, a real Dramatiq
+worker on Redis, and Sidekiq 7 and 8 processes written as Sidekiq writes them (no Ruby here); each shown with
+its framework, its heartbeat and its current jobs, and a dead one with why; nothing in Redis is written to
+read them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from framework_brokers import HERE, redis_state, wait_for
+from rq import Queue
+
+from tests.conftest import REDIS_URL
+
+pytestmark = pytest.mark.redis
+
+Tq = Callable[..., tuple[int, Any, str]]
+
+
+def listed(tq: Tq, framework: str, name: str) -> dict[str, Any] | None:
+    code, doc, _ = tq("workers")
+    assert code == 0, doc
+    return next((w for w in doc["workers"] if (w["framework"], w["name"]) == (framework, name)), None)
+
+
+@contextmanager
+def rq_worker(name: str, queue: str, tmp: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``rq worker`` as a user starts it, with a 2 s worker TTL so that a missed heartbeat shows at once."""
+    rq = Path(sys.executable).parent / "rq"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    argv = [str(rq), "worker", "--url", REDIS_URL, "--name", name, "--worker-ttl", "2", queue]
+    with (tmp / "rq-worker.log").open("wb") as log:
+        process = subprocess.Popen(
+            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def test_a_real_rq_worker_is_shown_busy_with_its_job_then_idle_then_dead_once_killed(
+    isolated_env: Any, redis_keys: redis.Redis, unique: str, tq: Tq, tmp_path: Path
+) -> None:
+    name, queue = f"tqt-{unique}-w1", f"tqt-{unique}-naps"
+    with rq_worker(name, queue, tmp_path) as process:
+        wait_for(lambda: listed(tq, "rq", name), "the RQ worker in tqadmin workers")
+        job = Queue(queue, connection=redis_keys).enqueue("rq_jobs.nap", 3, job_id=f"tqt-{unique}-nap")
+        busy = wait_for(lambda: (w := listed(tq, "rq", name)) and w["current_jobs"] and w, "a busy worker")
+        assert (busy["alive"], busy["state"], busy["queues"], busy["current_jobs"]) == (
+            True,
+            "busy",
+            [queue],
+            [job.id],
+        )
+        (task,) = busy["current_tasks"]
+        assert (task["task"], task["queue"], busy["pid"]) == ("rq_jobs.nap", queue, process.pid)
+        idle = wait_for(lambda: (w := listed(tq, "rq", name)) and w["state"] == "idle" and w, "idle again")
+        assert (idle["alive"], idle["current_jobs"], idle["dead_reason"]) == (True, [], None)
+
+        os.killpg(process.pid, signal.SIGKILL)
+        dead = wait_for(lambda: (w := listed(tq, "rq", name)) and not w["alive"] and w, "shown dead", 15)
+        assert dead["dead_reason"] == "heartbeat overdue (past its own TTL)"
+        assert dead["heartbeat_age_s"] >= 1
+
+    redis_keys.delete(f"rq:worker:{name}")  # what its expiry does a minute later: the member stays
+    assert redis_keys.sismember("rq:workers", f"rq:worker:{name}")
+    stale = listed(tq, "rq", name)
+    assert stale is not None and (stale["alive"], stale["heartbeat_age_s"]) == (False, None)
+    assert stale["dead_reason"] == "hash expired; a stale member of rq:workers"
+    assert redis_keys.sismember("rq:workers", f"rq:worker:{name}")  # shown, never removed
+
+
+def an_rq_worker_of_older_releases(client: redis.Redis, name: str, job_id: str) -> None:
+    """A busy worker as RQ before mid-2026 writes it: its job in the ``current_job`` field."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    key = f"rq:worker:{name}"
+    client.hset(key, mapping={"birth": now, "last_heartbeat": now, "queues": "old", "pid": 41,
+                              "hostname": "h1", "state": "busy", "current_job": job_id})  # fmt: skip
+    client.expire(key, 480)
+    client.sadd("rq:workers", key)
+    client.hset(f"rq:job:{job_id}", mapping={"description": "billing.charge('o-1', 10)", "origin": "old"})
+
+
+def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, busy_jid: str | None) -> None:
+    """A process as Sidekiq's launcher writes it each beat: its hash, its ``:work`` hash, its member."""
+    now = time.time()
+    started = int(now * 1000) - 60_000 if milliseconds else now - 60
+    info = {"hostname": "web-1", "started_at": started, "pid": 4242, "tag": "app", "concurrency": 5,
+            "queues": ["default", "mailers"], "labels": [], "identity": identity,
+            "version": "8.0.1" if milliseconds else "7.3.2"}  # fmt: skip
+    beat = {"beat": now - 2, "quiet": "false", "rss": 123456, "rtt_us": 150}
+    client.hset(identity, mapping={"info": json.dumps(info), "busy": 1 if busy_jid else 0, **beat})
+    client.expire(identity, 60)
+    if busy_jid:
+        job = {"class": "HardWorker", "args": [1], "jid": busy_jid, "queue": "default"}
+        run_at = int(now * 1000) - 3000 if milliseconds else int(now) - 3
+        work = {"queue": "default", "payload": json.dumps(job), "run_at": run_at}
+        client.hset(f"{identity}:work", "tid-1", json.dumps(work))
+    client.sadd("processes", identity)
+
+
+def test_sidekiq_7_and_8_processes_and_an_older_rq_worker_are_read_without_writing_a_byte(
+    isolated_env: Any, redis_keys: redis.Redis, unique: str, tq: Tq
+) -> None:
+    seven, eight, gone = (f"web-1:{n}:tqt-{unique}" for n in (7, 8, 9))
+    sidekiq_process(redis_keys, seven, milliseconds=False, busy_jid=f"jid-{unique}")
+    sidekiq_process(redis_keys, eight, milliseconds=True, busy_jid=None)
+    redis_keys.sadd("processes", gone)  # its hash expired, Sidekiq's own cleanup has not run
+    old = f"tqt-{unique}-old"
+    an_rq_worker_of_older_releases(redis_keys, old, f"tqt-{unique}-j1")
+    before = redis_state(redis_keys, unique)
+
+    code, doc, _ = tq("workers")
+    mine = {w["name"]: w for w in doc["workers"] if unique in w["name"]}
+    assert code == 0 and set(mine) == {seven, eight, gone, old}
+    busy = mine[seven]
+    assert (busy["framework"], busy["alive"], busy["state"], busy["concurrency"]) == (
+        "sidekiq",
+        True,
+        "busy",
+        5,
+    )
+    assert (busy["host"], busy["pid"], busy["queues"]) == ("web-1", 4242, ["default", "mailers"])
+    assert busy["current_tasks"] == [
+        {
+            "id": f"jid-{unique}",
+            "task": "HardWorker",
+            "queue": "default",
+            "started_at": busy["current_tasks"][0]["started_at"],
+        }
+    ]
+    started = busy["current_tasks"][0]["started_at"]
+    assert (
+        abs(time.time() - time.mktime(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ")) + time.timezone - 3) < 3
+    )
+    assert 1 <= busy["heartbeat_age_s"] < 10
+    idle = mine[eight]
+    assert (idle["alive"], idle["state"], idle["current_jobs"]) == (True, "idle", [])
+    assert idle["started_at"] is not None and idle["started_at"].startswith(
+        time.strftime("%Y-", time.gmtime())
+    )
+    assert (mine[gone]["alive"], mine[gone]["dead_reason"]) == (
+        False,
+        "hash expired; a stale member of processes",
+    )
+    legacy = mine[old]
+    assert (legacy["framework"], legacy["alive"], legacy["state"]) == ("rq", True, "busy")
+    assert legacy["current_tasks"] == [
+        {"id": f"tqt-{unique}-j1", "task": "billing.charge", "queue": "old", "started_at": None}
+    ]
+    assert redis_state(redis_keys, unique) == before  # no SREM, no SET NX, no clean-up of any kind
+    assert not redis_keys.exists("process_cleanup") or redis_keys.ttl("process_cleanup") > 0
+
+
+DRAMATIQ_APP = """
+import os, time
+import dramatiq
+from dramatiq.brokers.redis import RedisBroker
+
+dramatiq.set_broker(RedisBroker(url=os.environ["REDIS_URL"], namespace=os.environ["NAMESPACE"]))
+
+
+@dramatiq.actor(queue_name=os.environ["QUEUE"])
+def nap(seconds):
+    time.sleep(seconds)
+"""
+
+
+def holder(tq: Tq, namespace: str) -> dict[str, Any] | None:
+    """The Dramatiq worker of ``namespace`` that holds a message, once there is one."""
+    workers = tq("workers")[1]["workers"]
+    return next((w for w in workers if namespace in w["name"] and w["current_jobs"]), None)
+
+
+def test_a_real_dramatiq_worker_on_redis_is_shown_with_the_message_it_holds(
+    isolated_env: Any, redis_keys: redis.Redis, unique: str, tq: Tq, tmp_path: Path
+) -> None:
+    namespace, queue = f"tqt-{unique}", "naps"
+    (tmp_path / "napping.py").write_text(DRAMATIQ_APP)
+    env = {**os.environ, "REDIS_URL": REDIS_URL, "NAMESPACE": namespace, "QUEUE": queue,
+           "PYTHONPATH": str(tmp_path)}  # fmt: skip
+    argv = [sys.executable, "-m", "dramatiq", "napping", "--processes", "1", "--threads", "1"]
+    with (tmp_path / "dramatiq.log").open("wb") as log:
+        worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        sys.path.insert(0, str(tmp_path))
+        os.environ.update(NAMESPACE=namespace, QUEUE=queue, REDIS_URL=REDIS_URL)
+        try:
+            import napping  # the same app the worker runs, to send as users do
+
+            message = napping.nap.send(5)
+        finally:
+            sys.path.remove(str(tmp_path))
+            sys.modules.pop("napping", None)
+        holding = wait_for(lambda: holder(tq, namespace), "the Dramatiq worker holding the message")
+        assert (holding["alive"], holding["state"], holding["queues"]) == (True, "busy", [queue])
+        assert holding["current_tasks"] == [
+            {"id": message.message_id, "task": "nap", "queue": queue, "started_at": None}
+        ]
+        assert holding["heartbeat_age_s"] < 10
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+    stale = f"{namespace}-gone"
+    redis_keys.zadd(f"{stale}:__heartbeats__", {"w-0": (time.time() - 120) * 1000})
+    _, doc, _ = tq("workers")
+    (dead,) = [w for w in doc["workers"] if w["name"] == f"{stale}:w-0"]
+    assert (dead["alive"], dead["dead_reason"]) == (
+        False,
+        "no heartbeat in Dramatiq's 60 s timeout",
+    )
+
+
+def test_a_registry_that_cannot_be_read_is_named_the_others_listed_and_the_exit_is_5(
+    isolated_env: Any, redis_keys: redis.Redis, unique: str, tq_json: Tq
+) -> None:
+    db = redis.Redis.from_url(REDIS_URL.rsplit("/", 1)[0] + "/9")
+    try:
+        db.flushdb()
+        db.set("processes", "not a set")  # someone's key of the same name
+        sidekiq_free = f"tqt-{unique}-rq"
+        an_rq_worker_of_older_releases(db, sidekiq_free, f"tqt-{unique}-j2")
+        code, doc, err = tq_json("--broker", REDIS_URL.rsplit("/", 1)[0] + "/9", "workers")
+        assert code == 5
+        assert [w["name"] for w in doc["workers"]] == [sidekiq_free]
+        (what,) = doc["unreadable"]
+        assert what.startswith("sidekiq workers: WRONGTYPE") and what in err
+    finally:
+        db.flushdb()
+        db.close()
+
+
+def test_a_broker_that_is_down_still_lists_tqadmins_own_workers_and_exits_5(
+    isolated_env: Any, tq_json: Tq
+) -> None:
+    code, doc, err = tq_json("--broker", "redis://127.0.0.1:1/0", "--store", REDIS_URL, "workers")
+    assert code == 5 and isinstance(doc["workers"], list)
+    (what,) = doc["unreadable"]
+    assert what.startswith("rq, sidekiq, dramatiq workers: ") and "127.0.0.1:1" in what
+    assert "Traceback" not in err

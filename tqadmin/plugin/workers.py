@@ -1,0 +1,52 @@
+"""Other frameworks' workers as a plugin reads them from their broker: who exists, who lives, what each runs.
+
+A plugin that finds them (Redis: RQ, Sidekiq, Dramatiq) reads the registries those frameworks keep and never
+writes a byte, not even the clean-ups the frameworks' own APIs run on a read. One registry that cannot be
+read does not hide the others: it is named in :attr:`WorkerReading.unreadable` and the rest are listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentJob:
+    """A job a worker holds now: its id, its task's name where the framework records one, where it came from
+    and since when (epoch seconds) where that is known."""
+
+    id: str
+    task: str | None = None
+    queue: str | None = None
+    started_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignWorker:
+    """One worker process of another framework.
+
+    ``heartbeat_age_s`` is ``None`` where the framework keeps no heartbeat the reader could find; a dead
+    worker says why in ``dead_reason`` (its heartbeat past the framework's own time-to-live, its registry
+    hash gone). ``state`` is the framework's own word (RQ's ``busy``/``idle``, Sidekiq's ``quiet``).
+    """
+
+    framework: str
+    name: str
+    alive: bool
+    heartbeat_age_s: float | None
+    dead_reason: str | None = None
+    queues: tuple[str, ...] = ()
+    current_jobs: tuple[CurrentJob, ...] = ()
+    host: str | None = None
+    pid: int | None = None
+    state: str | None = None
+    concurrency: int | None = None
+    started_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerReading:
+    """Every worker a plugin's registries hold, and the registries it could not read, each with why."""
+
+    workers: tuple[ForeignWorker, ...] = ()
+    unreadable: tuple[str, ...] = ()
