@@ -34,7 +34,13 @@ def isolated_env(
     Nothing configured means the embedded SQLite broker and store in the test's own home; a test marked
     ``rabbitmq`` (or ``redis``) is pointed at the local server instead, as a user would configure it.
     """
-    for name in ("TQADMIN_PROFILE", "TQADMIN_BROKER_URL", "TQADMIN_MANAGEMENT_URL", "TQADMIN_STORE_URL"):
+    for name in (
+        "TQADMIN_PROFILE",
+        "TQADMIN_BROKER_URL",
+        "TQADMIN_MANAGEMENT_URL",
+        "TQADMIN_STORE_URL",
+        "TQADMIN_CELERY_EVENTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -40,7 +40,17 @@ THRESHOLD_KEYS = frozenset(
     {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
 )
 PROFILE_KEYS = frozenset(
-    {"broker", "store", "read_only", "production", "timeout", "audit_log", "thresholds", *THRESHOLD_KEYS}
+    {
+        "broker",
+        "store",
+        "read_only",
+        "production",
+        "timeout",
+        "audit_log",
+        "thresholds",
+        "celery_events",
+        *THRESHOLD_KEYS,
+    }
 )
 TOP_LEVEL_KEYS = frozenset({"default_profile", "profiles"})
 
@@ -68,6 +78,7 @@ class Settings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     audit_log: Path = field(default_factory=DEFAULT_AUDIT_LOG.expanduser)
     config_path: Path | None = None
+    celery_events: bool = False  # listen to Celery's task events (docs/frameworks.md); opt-in
     thresholds: Thresholds = field(default_factory=Thresholds)
     verbose: bool = False
     explicit_broker: bool = False
@@ -106,7 +117,12 @@ class Settings:
 
     def broker_config(self) -> BrokerConfig:
         """What the broker plugin connects with: the URL, the timeout and its own options."""
-        return BrokerConfig(url=self.broker_url, timeout_s=self.timeout_s, options=dict(self.broker_options))
+        return BrokerConfig(
+            url=self.broker_url,
+            timeout_s=self.timeout_s,
+            options=dict(self.broker_options),
+            celery_events=self.celery_events,
+        )
 
     def describe(self) -> str:
         """One line naming the profile and broker, with credentials masked."""
@@ -201,6 +217,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         store_url=store or embedded_url(env),
         read_only=read_only,
         production=_flag(profile, "production"),
+        celery_events=_truthy(env.get("TQADMIN_CELERY_EVENTS")) or _flag(profile, "celery_events"),
         timeout_s=float(timeout),
         audit_log=Path(audit).expanduser(),
         config_path=config_path,

@@ -59,7 +59,9 @@ class RedisAdmin(BrokerAdmin):
     def framework_workers(self) -> WorkerReading:
         """RQ's, Sidekiq's and Dramatiq's workers from their registries here (:mod:`.foreign_workers`)."""
         if self._foreign_workers is None:
-            self._foreign_workers = ForeignWorkers(self.conn, self._clock)
+            self._foreign_workers = ForeignWorkers(
+                self.conn, self._clock, celery_events=self.config.celery_events
+            )
         return self._foreign_workers.read()
 
     # -- listing -----------------------------------------------------------------------------------------
@@ -254,6 +256,9 @@ class RedisAdmin(BrokerAdmin):
             raise QueueReadOnly(queue, reason)
 
     def close(self) -> None:
+        if self._foreign_workers is not None:
+            self._foreign_workers.close()
+            self._foreign_workers = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tqadmin.frameworks.summary import DRAMATIQ, RQ, SIDEKIQ
+from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
 from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
 
 PEEK_COST = (
@@ -16,7 +16,7 @@ CAPABILITIES = Capabilities(
     supported=frozenset(Operation),
     peek_cost=PEEK_COST,
     server_side_needs="on Redis Cluster, a source and target of one hash tag (a queue and its Q.dlq)",
-    worker_registries=(RQ, SIDEKIQ, DRAMATIQ),
+    worker_registries=(RQ, SIDEKIQ, DRAMATIQ, CELERY),
 )
 
 # A retry waits in the delay set until a consumer's next take promotes it: consumers block no longer than

@@ -9,19 +9,24 @@ the processes whose hash is gone, behind a ``SET NX`` of its own). A registry th
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
-from tqadmin.frameworks.summary import DRAMATIQ, RQ, SIDEKIQ
+from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
+from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
+from tqadmin.plugin.listening import Deliver, Listener
 from tqadmin.plugin.workers import ForeignWorker, WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
-from tqadmin_redis.foreign import DISCOVERY_TTL_S, SCAN_COUNT
+from tqadmin_redis.foreign import DISCOVERY_TTL_S, KOMBU_SEP, SCAN_COUNT
 
-REGISTRIES = (RQ, SIDEKIQ, DRAMATIQ)
 RQ_WORKERS = "rq:workers"
+CELERY_PIDBOX = "_kombu.binding.celery.pidbox"
+PIDBOX_SUFFIX = ".celery.pidbox"
+FIRST_LISTEN_S = 2.5  # a first read waits this long for events: one worker-heartbeat interval and a margin
 
 
 class ForeignWorkers:
@@ -30,10 +35,19 @@ class ForeignWorkers:
         conn: Connection,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        *,
+        celery_events: bool = False,
     ) -> None:
         self._conn = conn
         self._clock = clock
         self._wall = wall
+        self._watch = CeleryWatch() if celery_events else None
+        self._listener = (
+            Listener("Celery events on Redis", self._subscribe, self._watch.feed_envelope)
+            if self._watch is not None
+            else None
+        )
+        self._listening_since: float | None = None
         self._layout: dict[str, tuple[str, ...]] = {}
         self._found_at: float | None = None
 
@@ -46,6 +60,7 @@ class ForeignWorkers:
             (RQ, self._rq),
             (SIDEKIQ, self._sidekiq),
             (DRAMATIQ, self._dramatiq),
+            (CELERY, self._celery),
         )
         with self._conn.translated():
             for framework, reader in readers:
@@ -53,7 +68,43 @@ class ForeignWorkers:
                     workers += reader(self._wall())
                 except redis.ResponseError as exc:
                     unreadable.append(f"{framework} workers: {exc}")
-        return WorkerReading(tuple(workers), tuple(unreadable))
+        watch = self._watch
+        if watch is None:
+            return WorkerReading(tuple(workers), tuple(unreadable))
+        return WorkerReading(
+            tuple(workers), tuple(unreadable), {CELERY: watch.task_stats()}, {CELERY: watch.wait_from}
+        )
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+
+    def _celery(self, now_s: float) -> list[ForeignWorker]:
+        """Celery's workers by their control queues' bindings, and with task events on, from the events."""
+        members = (text(m).split(KOMBU_SEP)[-1] for m in self._conn.client.smembers(CELERY_PIDBOX))
+        nodes = sorted(m.removesuffix(PIDBOX_SUFFIX) for m in members if m.endswith(PIDBOX_SUFFIX))
+        if self._watch is None or self._listener is None:
+            return [celery_node(node) for node in nodes]
+        if self._listening_since is None:
+            self._listener.start()
+            self._listening_since = self._clock()
+            time.sleep(FIRST_LISTEN_S)
+            now_s = self._wall()
+        return list(self._watch.workers(now_s, nodes))
+
+    def _subscribe(self, stop: threading.Event, deliver: Deliver) -> None:
+        """Celery publishes its events on Redis as fanout messages: ``/<db>.celeryev/<routing key>``."""
+        client = self._conn.client
+        db = 0 if self._conn.cluster else client.connection_pool.connection_kwargs.get("db", 0)
+        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        try:
+            pubsub.psubscribe(f"/{db}.celeryev/*")
+            while not stop.is_set():
+                message = pubsub.get_message(timeout=0.5)
+                if message is not None and message.get("type") == "pmessage":
+                    deliver(message["data"])
+        finally:
+            pubsub.close()
 
     def _rq(self, now_s: float) -> list[ForeignWorker]:
         client = self._conn.client

@@ -250,5 +250,5 @@ def test_a_broker_that_is_down_still_lists_tqadmins_own_workers_and_exits_5(
     code, doc, err = tq_json("--broker", "redis://127.0.0.1:1/0", "--store", REDIS_URL, "workers")
     assert code == 5 and isinstance(doc["workers"], list)
     (what,) = doc["unreadable"]
-    assert what.startswith("rq, sidekiq, dramatiq workers: ") and "127.0.0.1:1" in what
+    assert what.startswith("rq, sidekiq, dramatiq, celery workers: ") and "127.0.0.1:1" in what
     assert "Traceback" not in err

@@ -137,7 +137,7 @@ def describe(workers: list[dict[str, Any]]) -> str:
         [
             w["name"],
             w["framework"],
-            "alive" if w["alive"] else "dead",
+            {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
             "-" if w["heartbeat_age_s"] is None else round(w["heartbeat_age_s"], 1),
             ",".join(w["queues"]),
             current_text(w["current_tasks"]),

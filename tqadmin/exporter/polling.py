@@ -27,6 +27,7 @@ from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.plugin.workers import liveness
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
@@ -190,7 +191,7 @@ def _framework_counts(admin: BrokerAdmin) -> Counter[tuple[str, str]]:
     if not type(admin).capabilities.worker_registries:
         return Counter()
     reading = admin.framework_workers()
-    return Counter((w.framework, "live" if w.alive else "dead") for w in reading.workers)
+    return Counter((w.framework, liveness(w.alive)) for w in reading.workers)
 
 
 def _served(records: list[WorkerRecord]) -> tuple[tuple[tuple[str, ...], bool], ...]:

@@ -153,16 +153,17 @@ def _queue_contexts(readings: Sequence[Reading], folded: dict[str, Folded]) -> l
 def _workers(readings: Sequence[Reading]) -> list[Metric]:
     family = GaugeMetricFamily(
         names.WORKERS,
-        "Workers by framework and state (live, dead).",
+        "Workers by framework and state (live, dead; unknown: a Celery worker seen without task events).",
         labels=["profile", "framework", "state"],
     )
     for reading in readings:
         for state in ("live", "dead"):
             family.add_metric([reading.profile, names.FRAMEWORK, state], reading.workers.get(state, 0))
         for framework in sorted({framework for framework, _state in reading.framework_workers}):
-            for state in ("live", "dead"):
+            for state in ("live", "dead", "unknown"):
                 count = reading.framework_workers.get((framework, state), 0)
-                family.add_metric([reading.profile, framework, state], count)
+                if count or state != "unknown":
+                    family.add_metric([reading.profile, framework, state], count)
     return [family]
 
 

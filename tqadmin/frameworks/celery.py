@@ -65,11 +65,7 @@ def _from_kombu_envelope(parts: MessageParts) -> JobSummary | None:
     headers, properties = envelope["headers"], envelope["properties"]
     if not isinstance(headers, dict) or not isinstance(properties, dict):
         return None
-    if properties.get("body_encoding") == "base64":
-        body = unbase64(envelope["body"])
-    else:
-        text = as_text(envelope["body"])
-        body = text.encode("utf-8") if text is not None else None
+    body = envelope_body(envelope)
     if body is None:
         return None
     inner = MessageParts(headers, body)
@@ -78,6 +74,15 @@ def _from_kombu_envelope(parts: MessageParts) -> JobSummary | None:
     if summary is None or not isinstance(delivery, dict):
         return summary
     return replace(summary, sent_to=name(delivery.get("routing_key")))
+
+
+def envelope_body(envelope: dict[str, Any]) -> bytes | None:
+    """The message inside kombu's Redis envelope: ``body`` as base64 where ``properties`` say so."""
+    properties = envelope.get("properties")
+    if isinstance(properties, dict) and properties.get("body_encoding") == "base64":
+        return unbase64(envelope.get("body"))
+    text = as_text(envelope.get("body"))
+    return text.encode("utf-8") if text is not None else None
 
 
 def _repr_preview(args: Any, kwargs: Any) -> str | None:

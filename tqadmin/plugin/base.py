@@ -59,11 +59,13 @@ class DriverLogger:
 @dataclass(frozen=True, slots=True, repr=False)
 class BrokerConfig:
     """Where and how a plugin connects. ``url`` and options may carry credentials: the repr masks them, so a
-    traceback that prints its locals shows none."""
+    traceback that prints its locals shows none. ``celery_events``: the profile lets the admin face listen
+    to Celery's task events (a queue or a subscription of its own, never a control command)."""
 
     url: str
     timeout_s: float = 10.0
     options: Mapping[str, str] = field(default_factory=dict)
+    celery_events: bool = False
 
     def option(self, name: str) -> str | None:
         """The value of the plugin option ``name``, or ``None`` when not set."""

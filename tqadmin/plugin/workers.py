@@ -7,7 +7,10 @@ read does not hide the others: it is named in :attr:`WorkerReading.unreadable` a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tqadmin.telemetry.counters import TaskStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,14 +28,16 @@ class CurrentJob:
 class ForeignWorker:
     """One worker process of another framework.
 
-    ``heartbeat_age_s`` is ``None`` where the framework keeps no heartbeat the reader could find; a dead
-    worker says why in ``dead_reason`` (its heartbeat past the framework's own time-to-live, its registry
-    hash gone). ``state`` is the framework's own word (RQ's ``busy``/``idle``, Sidekiq's ``quiet``).
+    ``alive`` is ``None`` where nothing can tell (a Celery worker seen by its control queue alone, without
+    task events). ``heartbeat_age_s`` is ``None`` where the framework keeps no heartbeat the reader could
+    find; a dead worker says why in ``dead_reason`` (its heartbeat past the framework's own time-to-live,
+    its registry hash gone). ``state`` is the framework's own word (RQ's ``busy``/``idle``, Sidekiq's
+    ``quiet``).
     """
 
     framework: str
     name: str
-    alive: bool
+    alive: bool | None
     heartbeat_age_s: float | None
     dead_reason: str | None = None
     queues: tuple[str, ...] = ()
@@ -44,9 +49,22 @@ class ForeignWorker:
     started_at: float | None = None
 
 
+def liveness(alive: bool | None) -> str:
+    """``live``, ``dead`` or ``unknown``: the ``state`` label of ``tqadmin_workers`` and the screen's word."""
+    return "unknown" if alive is None else "live" if alive else "dead"
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerReading:
-    """Every worker a plugin's registries hold, and the registries it could not read, each with why."""
+    """Every worker a plugin's registries hold, and the registries it could not read, each with why.
+
+    ``tasks`` are other frameworks' figures per task name where their events give them (Celery with task
+    events on), cumulative since the listener started, by framework; ``wait_from`` says per framework what
+    their wait time is measured from (``sent``: comparable with tqadmin's published -> started;
+    ``received``: the worker's own prefetch wait only).
+    """
 
     workers: tuple[ForeignWorker, ...] = ()
     unreadable: tuple[str, ...] = ()
+    tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)
+    wait_from: Mapping[str, str] = field(default_factory=dict)

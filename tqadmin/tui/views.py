@@ -33,7 +33,8 @@ class TaskTypeView:
 @dataclass(frozen=True, slots=True)
 class WorkerView:
     """One worker row: tqadmin's own from the state store (with its counts), another framework's from its
-    registry on the broker (``done`` and ``failed`` ``None``: those registries keep none)."""
+    registry on the broker (``done`` and ``failed`` ``None``: those registries keep none; ``alive`` ``None``
+    where nothing can tell, a Celery worker seen without task events)."""
 
     id: str
     queue: str
@@ -41,7 +42,7 @@ class WorkerView:
     current_job: str | None
     done: int | None
     failed: int | None
-    alive: bool
+    alive: bool | None
     framework: str = "tqadmin"
     dead_reason: str | None = None
 

@@ -61,7 +61,7 @@ class OverviewScreen(QueueScreen):
 
     def sync_table(self) -> None:
         telemetry = self.tq.telemetry
-        workers = [(w.queue.split(","), w.alive) for w in telemetry.workers] if telemetry else []
+        workers = [(w.queue.split(","), w.alive is True) for w in telemetry.workers] if telemetry else []
         contexts = queue_contexts(self.tq.board.stats.values(), workers)
         self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts)
 

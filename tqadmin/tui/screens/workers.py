@@ -6,6 +6,7 @@ registries on the broker, read with each poll of the queues and never written.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,11 +14,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
+from tqadmin.plugin.workers import liveness
 from tqadmin.tui.model import human_duration
 from tqadmin.tui.screens.base import DashboardScreen
 from tqadmin.tui.sources import foreign_worker_views
 from tqadmin.tui.text import literal
 from tqadmin.tui.widgets.banner import Banner
+
+STATE_CELLS = {
+    "live": Text(" live ", style="black on green"),
+    "dead": Text(" DEAD ", style="bold white on red"),
+    "unknown": Text("  ?   ", style="black on yellow"),
+}
 
 
 class WorkersScreen(DashboardScreen):
@@ -61,28 +69,28 @@ class WorkersScreen(DashboardScreen):
         if not workers:
             text.append(" no workers reporting", style="dim italic")
         else:
-            dead = sum(1 for w in workers if not w.alive)
+            states = Counter(liveness(w.alive) for w in workers)
             frameworks = sorted({w.framework for w in workers})
-            text.append(f" {len(workers) - dead} live")
-            if dead:
-                text.append(f", {dead} dead (see why)", style="bold red")
+            text.append(f" {states['live']} live")
+            if states["dead"]:
+                text.append(f", {states['dead']} dead (see why)", style="bold red")
+            if states["unknown"]:
+                text.append(f", {states['unknown']} unknown (Celery without task events)", style="yellow")
             text.append(f" · {', '.join(frameworks)}", style="dim")
         for error in errors:
             text.append(f"\n cannot read {error}", style="bold red")
         status.update(text)
-        for w in sorted(workers, key=lambda w: (w.alive, w.framework != "tqadmin", w.framework, w.id)):
-            state = (
-                Text(" live ", style="black on green")
-                if w.alive
-                else Text(" DEAD ", style="bold white on red")
-            )
+        for w in sorted(
+            workers, key=lambda w: (w.alive is not False, w.framework != "tqadmin", w.framework, w.id)
+        ):
+            state = STATE_CELLS[liveness(w.alive)]
             age = "-" if w.heartbeat_age_s is None else human_duration(w.heartbeat_age_s)
             table.add_row(
-                literal(w.id, "" if w.alive else "red"),
+                literal(w.id, "red" if w.alive is False else ""),
                 literal(w.framework, "dim" if w.framework == "tqadmin" else "bold"),
                 state,
-                Text(age, justify="right", style="" if w.alive else "bold red"),
-                literal(w.dead_reason or ("" if w.alive else "no heartbeat"), "red"),
+                Text(age, justify="right", style="bold red" if w.alive is False else ""),
+                literal(w.dead_reason or ("no heartbeat" if w.alive is False else ""), "red"),
                 literal(w.queue),
                 literal(w.current_job or "idle", "" if w.current_job else "dim"),
                 Text("-" if w.done is None else str(w.done), justify="right"),

@@ -1,0 +1,171 @@
+"""Celery's workers and task latencies from a real Celery worker with task events on (``-E``), read by a
+listener that only listens: the worker alive with its current task, per task name the run times the events
+report in the same histograms as tqadmin's own, failures and retries, and the worker dead within its
+heartbeat window once SIGKILLed. Without events the worker is still listed, by its control queue."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from framework_brokers import HERE, wait_for
+from tqadmin_redis.admin import RedisAdmin
+
+from tests.conftest import REDIS_URL
+from tqadmin.frameworks.celery_events import events_in_envelope
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.workers import ForeignWorker, WorkerReading
+from tqadmin.telemetry.histogram import Histogram
+
+pytestmark = pytest.mark.redis
+
+Tq = Callable[..., tuple[int, Any, str]]
+
+
+@contextmanager
+def celery_events_worker(node: str, queue: str, broker: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``celery worker -E`` of :mod:`celery_events_app`, heartbeats on, a prefork pool of 2: its main
+    process sends the task events from its own event loop (a solo pool blocks that loop, and the events, for
+    as long as a task runs; a threads pool can leave the last ones buffered until the next)."""
+    path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "TQT_CELERY_BROKER": broker, "TQT_CELERY_QUEUE": queue}
+    command = [sys.executable, "-m", "celery", "-A", "celery_events_app", "worker", "-E"]
+    command += ["--pool=prefork", "-c", "2"]
+    command += ["-Q", queue, "-n", node, "--without-gossip", "--without-mingle", "-l", "INFO"]
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            command, env=env, stdout=out, stderr=out, cwd=log.parent, start_new_session=True
+        )
+    try:
+        wait_for(lambda: b" ready." in log.read_bytes(), "the Celery worker to start", 60)
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the pool's children too
+        process.wait(30)
+
+
+def app_for(broker: str, queue: str) -> Any:
+    os.environ.update(TQT_CELERY_BROKER=broker, TQT_CELERY_QUEUE=queue)
+    sys.path.insert(0, str(HERE))
+    try:
+        import celery_events_app
+    finally:
+        sys.path.remove(str(HERE))
+    celery_events_app.app.conf.update(broker_url=broker, task_default_queue=queue)
+    return celery_events_app
+
+
+class RuntimesSeen:
+    """The ``runtime`` of each ``task-succeeded`` Celery publishes on Redis, as redis-py reads them."""
+
+    def __init__(self, node: str) -> None:
+        self.node, self.runtimes, self._stop = node, Histogram(), threading.Event()
+        self._pubsub = redis.Redis.from_url(REDIS_URL).pubsub(ignore_subscribe_messages=True)
+        self._pubsub.psubscribe("/0.celeryev/*")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self._pubsub.get_message(timeout=0.2)
+            for event in events_in_envelope(message["data"]) if message else ():
+                if event["type"] == "task-succeeded" and event["hostname"] == self.node:
+                    self.runtimes.record(event["runtime"])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._pubsub.close()
+
+
+def celery(reading: WorkerReading, node: str) -> ForeignWorker | None:
+    return next((w for w in reading.workers if (w.framework, w.name) == ("celery", node)), None)
+
+
+def test_a_celery_worker_on_redis_with_task_events_is_alive_busy_timed_and_dead_once_killed(
+    isolated_env: Any, unique: str, tmp_path: Path
+) -> None:
+    node, queue = f"tqt-{unique}@tests", f"tqt-{unique}-celery"
+    tasks = app_for(REDIS_URL, queue)
+    seen = RuntimesSeen(node)
+    admin = RedisAdmin(BrokerConfig(REDIS_URL, celery_events=True))
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log") as worker:
+            first = celery(admin.framework_workers(), node)  # listens one heartbeat interval first
+            assert first is not None and (first.alive, first.state, first.pid) == (True, "idle", worker.pid)
+            napping = tasks.nap.delay(3.0).id
+            busy = wait_for(
+                lambda: (w := celery(admin.framework_workers(), node)) and w.current_jobs and w, "busy"
+            )
+            assert [(j.id, j.task) for j in busy.current_jobs] == [(napping, "events.nap")]
+            for _ in range(10):
+                tasks.nap.delay(0.05)
+            tasks.boom.delay()
+            tasks.flaky.delay()
+            stats = wait_for(
+                lambda: (s := admin.framework_workers().tasks["celery"]).get("events.flaky")
+                and s["events.flaky"].done == 1 and s["events.nap"].done == 11 and s,
+                "every task's last event", 60,
+            )  # fmt: skip
+            nap, boom, flaky = stats["events.nap"], stats["events.boom"], stats["events.flaky"]
+            assert (nap.failed, boom.done, boom.failed, flaky.failed, flaky.retried) == (0, 0, 1, 1, 1)
+            assert nap.wait.count == 11 and admin.framework_workers().wait_from == {"celery": "sent"}
+            wait_for(lambda: seen.runtimes.count == 12, "the events redis-py saw")
+            ours, theirs = nap.run.percentiles(), seen.runtimes.percentiles()
+            for p in ("p50", "p95", "p99"):
+                assert ours[p] == pytest.approx(theirs[p], rel=0.02), p  # the same events, one histogram
+
+            os.killpg(worker.pid, signal.SIGKILL)
+            dead = wait_for(
+                lambda: (w := celery(admin.framework_workers(), node)) and not w.alive and w, "dead", 10
+            )
+            assert (
+                dead.dead_reason == "no worker-heartbeat in 2 x its 2 s interval" and dead.current_jobs == ()
+            )
+    finally:
+        seen.close()
+        admin.close()
+        stale = [m for m in client.smembers("_kombu.binding.celery.pidbox") if unique.encode() in m]
+        if stale:  # the killed worker's control queue binding, left behind as a crash leaves it
+            client.srem("_kombu.binding.celery.pidbox", *stale)
+        for key in client.scan_iter(f"*{unique}*"):
+            client.delete(key)
+        client.close()
+
+
+def test_without_task_events_a_celery_worker_is_listed_by_its_control_queue_alive_unknown(
+    isolated_env: Any, unique: str, tmp_path: Path, tq: Tq
+) -> None:
+    node, queue = f"tqt-{unique}@tests", f"tqt-{unique}-celery"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log"):
+            code, doc, _ = tq("workers")
+            (shown,) = [w for w in doc["workers"] if w["name"] == node]
+            assert (code, shown["framework"], shown["alive"], shown["heartbeat_age_s"]) == (
+                0,
+                "celery",
+                None,
+                None,
+            )
+            assert json.dumps(shown)  # one document, null where nothing can tell
+    finally:
+        stale = [m for m in client.smembers("_kombu.binding.celery.pidbox") if unique.encode() in m]
+        if stale:
+            client.srem("_kombu.binding.celery.pidbox", *stale)
+        for key in client.scan_iter(f"*{unique}*"):
+            client.delete(key)
+        client.close()
