@@ -10,8 +10,10 @@ from tqadmin.errors import BadResponse, BrokerError, NotAuthorized, QueueNotFoun
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import Alarm, DeathRecord, Message, QueueListing
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin_rabbitmq import MANAGEMENT_URL
 from tqadmin_rabbitmq.capabilities import CAPABILITIES
+from tqadmin_rabbitmq.celery_workers import CeleryWorkers
 from tqadmin_rabbitmq.deaths import deaths
 from tqadmin_rabbitmq.listing import (
     NODE_COLUMNS,
@@ -58,6 +60,7 @@ class RabbitMQAdmin(AmqpMessages, BrokerAdmin):
         self._items: Sequence[Mapping[str, Any]] = ()
         self._bindings: dict[str, list[tuple[str, str]]] = {}  # dead-letter exchange -> its queue bindings
         self._refetch_at = -1.0  # time.monotonic() after which the queue pages may be fetched again
+        self._celery: CeleryWorkers | None = None
 
     @property
     def api(self) -> ManagementClient:
@@ -86,6 +89,13 @@ class RabbitMQAdmin(AmqpMessages, BrokerAdmin):
         broker = f"{self.endpoint.base_url} vhost {self.vhost}"
         return QueueListing(tuple(stats), tuple(alarms), broker=broker)
 
+    def framework_workers(self) -> WorkerReading:
+        """Celery's workers, by their control queues in the listing and, with task events on, from the
+        events (:mod:`.celery_workers`)."""
+        if self._celery is None:
+            self._celery = CeleryWorkers(self.config)
+        return self._celery.read(self._queue_items())
+
     def queue_exists(self, queue: str) -> bool:
         try:
             self.api.get_json(
@@ -96,6 +106,9 @@ class RabbitMQAdmin(AmqpMessages, BrokerAdmin):
         return True
 
     def close(self) -> None:
+        if self._celery is not None:
+            self._celery.close()
+            self._celery = None
         if self._api is not None:
             self._api.close()
             self._api = None

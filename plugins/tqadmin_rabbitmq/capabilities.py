@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.capabilities import Capabilities, Operation, PublishOption, TransportCapabilities
 from tqadmin_rabbitmq.deaths import BROKER_HEADERS
 from tqadmin_rabbitmq.tiers import ABSOLUTE_SLACK_S, MAX_DELAY_S, RELATIVE_SLACK
@@ -17,6 +18,7 @@ CAPABILITIES = Capabilities(
     peek_counts_delivery=True,
     broker_headers=BROKER_HEADERS,
     server_side_needs="a RabbitMQ shovel: the shovel plugin, and a user with the policymaker tag",
+    worker_registries=(CELERY,),
 )
 
 TRANSPORT_CAPABILITIES = TransportCapabilities(

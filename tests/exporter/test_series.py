@@ -152,3 +152,16 @@ def test_other_frameworks_workers_are_counted_by_framework_and_state_beside_tqad
         ("sidekiq", "live"): 2,
         ("sidekiq", "dead"): 0,
     }
+
+
+def test_other_frameworks_task_figures_are_served_under_their_framework_label() -> None:
+    own = tasks(1)
+    celery = {"events.nap": TaskStats(done=4, failed=1, retried=1)}
+    celery["events.nap"].run.record(0.25)
+    reading = Reading("rabbit", queues=(), tasks=own, framework_tasks={"celery": celery}, up=True)
+    runs = {
+        (labels["framework"], labels["task_type"]): value
+        for name, labels, value in scrape([reading])
+        if name == names.TASK_RUNS
+    }
+    assert runs == {("tqadmin", "task-000"): 1, ("celery", "events.nap"): 5}

@@ -169,3 +169,59 @@ def test_without_task_events_a_celery_worker_is_listed_by_its_control_queue_aliv
         for key in client.scan_iter(f"*{unique}*"):
             client.delete(key)
         client.close()
+
+
+@pytest.mark.rabbitmq
+def test_a_celery_worker_on_rabbitmq_with_task_events_is_read_through_one_exclusive_queue_of_its_own(
+    isolated_env: Any, unique: str, tmp_path: Path, rabbit: Any
+) -> None:
+    from tqadmin_rabbitmq.admin import RabbitMQAdmin
+
+    from tests.conftest import AMQP_URL
+
+    node, queue = f"tqt-{unique}@tests", rabbit.name("celery")
+    rabbit.exchanges.append(queue)  # Celery declares an exchange of the queue's name
+    tasks = app_for(AMQP_URL, queue)
+    admin = RabbitMQAdmin(BrokerConfig(AMQP_URL, celery_events=True))
+    try:
+        with celery_events_worker(node, queue, AMQP_URL, tmp_path / "celery.log") as worker:
+            first = wait_for(lambda: celery(admin.framework_workers(), node), "the worker, alive")
+            assert (first.alive, first.state, first.pid) == (True, "idle", worker.pid)
+            listener = admin._celery.queue if admin._celery else ""
+            declared = management_queue(listener)
+            assert declared is not None and (declared["exclusive"], declared["auto_delete"]) == (True, True)
+            assert declared["arguments"] == {"x-max-length": 10_000, "x-overflow": "drop-head"}
+            napping = tasks.nap.delay(3.0).id
+            busy = wait_for(
+                lambda: (w := celery(admin.framework_workers(), node)) and w.current_jobs and w, "busy"
+            )
+            assert [(j.id, j.task) for j in busy.current_jobs] == [(napping, "events.nap")]
+            tasks.boom.delay()
+            stats = wait_for(
+                lambda: (s := admin.framework_workers().tasks["celery"]).get("events.boom") and s,
+                "boom's end",
+            )
+            wait_for(lambda: admin.framework_workers().tasks["celery"]["events.nap"].done == 1, "nap's end")
+            nap = admin.framework_workers().tasks["celery"]["events.nap"]
+            assert nap.run.percentiles()["p50"] == pytest.approx(3.0, rel=0.02)  # the runtime Celery reports
+            assert stats["events.boom"].failed == 1
+
+            os.killpg(worker.pid, signal.SIGKILL)
+            dead = wait_for(
+                lambda: (w := celery(admin.framework_workers(), node)) and not w.alive and w, "dead", 15
+            )
+            assert dead.dead_reason in (
+                "no worker-heartbeat in 2 x its 2 s interval",
+                "its control queue has no consumer",
+            )
+    finally:
+        admin.close()
+    wait_for(lambda: management_queue(listener) is None, "the listener's queue gone with its connection")
+
+
+def management_queue(name: str) -> dict[str, Any] | None:
+    """The queue as RabbitMQ's management API shows it, ``None`` once it is gone."""
+    import httpx
+
+    answer = httpx.get(f"http://127.0.0.1:15672/api/queues/%2F/{name}", auth=("guest", "guest"), timeout=5)
+    return None if answer.status_code == 404 else dict(answer.json())

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -27,7 +27,7 @@ from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
-from tqadmin.plugin.workers import liveness
+from tqadmin.plugin.workers import WorkerReading, liveness
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
@@ -53,6 +53,7 @@ class Reading:
     workers: Counter[str] = field(default_factory=Counter)  # by state: live, dead
     worker_queues: tuple[tuple[tuple[str, ...], bool], ...] = ()  # each worker's queues, and if it is alive
     framework_workers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (framework, state)
+    framework_tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)  # from events
     cron: CronStatus | None = None
     up: bool = False
     last_success_s: float | None = None  # wall clock
@@ -121,9 +122,8 @@ class ProfilePoller:
             "state store", lambda: self._store.use(lambda s: s.workers()), no_workers, failed
         )
         cron = self._part("cron", lambda: self._cron.use(read_status), None, failed)
-        no_others: Counter[tuple[str, str]] = Counter()
         others = self._part(
-            "worker registries", lambda: self._admin.use(_framework_counts), no_others, failed
+            "worker registries", lambda: self._admin.use(_framework_workers), WorkerReading(), failed
         )
         if records is not None:
             self._ledger.update(record.snapshot for record in records)
@@ -141,7 +141,8 @@ class ProfilePoller:
                 tasks=tasks,
                 workers=last.workers if records is None else _by_state(records),
                 worker_queues=last.worker_queues if records is None else _served(records),
-                framework_workers=last.framework_workers if others is None else others,
+                framework_workers=last.framework_workers if others is None else _by_framework(others),
+                framework_tasks=last.framework_tasks if others is None else others.tasks,
                 cron=last.cron if "cron" in failed else cron,
                 up=not failed,
                 last_success_s=last.last_success_s if failed else self._clock(),
@@ -186,11 +187,14 @@ def _listed(admin: BrokerAdmin) -> tuple[QueueStats, ...]:
     return tuple(work_queues(admin.list_queues().queues))
 
 
-def _framework_counts(admin: BrokerAdmin) -> Counter[tuple[str, str]]:
-    """Other frameworks' workers by framework and state, where the plugin reads their registries."""
+def _framework_workers(admin: BrokerAdmin) -> WorkerReading:
+    """Other frameworks' workers, where the plugin reads their registries."""
     if not type(admin).capabilities.worker_registries:
-        return Counter()
-    reading = admin.framework_workers()
+        return WorkerReading()
+    return admin.framework_workers()
+
+
+def _by_framework(reading: WorkerReading) -> Counter[tuple[str, str]]:
     return Counter((w.framework, liveness(w.alive)) for w in reading.workers)
 
 

@@ -64,6 +64,9 @@ def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
     return folded
 
 
+MAX_FRAMEWORK_TASKS = 100  # task names a framework's events may add to the series (in name order)
+
+
 def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
     """Everything that changes only when a profile is polled (encoded once per poll)."""
     return [
@@ -71,9 +74,17 @@ def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> 
         *_queues(readings, folded),
         *task_families(
             (
-                ({"profile": reading.profile, "framework": names.FRAMEWORK, "task_type": name}, stats)
-                for reading in readings
-                for name, stats in folded[reading.profile].tasks.items()
+                *(
+                    ({"profile": reading.profile, "framework": names.FRAMEWORK, "task_type": name}, stats)
+                    for reading in readings
+                    for name, stats in folded[reading.profile].tasks.items()
+                ),
+                *(
+                    ({"profile": reading.profile, "framework": framework, "task_type": name}, stats)
+                    for reading in readings
+                    for framework, tasks in sorted(reading.framework_tasks.items())
+                    for name, stats in sorted(tasks.items())[:MAX_FRAMEWORK_TASKS]
+                ),
             ),
             ("profile", "framework", "task_type"),
         ),

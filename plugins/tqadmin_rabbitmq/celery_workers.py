@@ -1,0 +1,82 @@
+"""Celery's workers on RabbitMQ, read without touching any queue or message of the user's.
+
+Every Celery worker consumes its own ``<node>.celery.pidbox`` queue (which RabbitMQ deletes 10 s after its
+consumer leaves), so the queue listing the admin face already fetched says which workers exist and whether
+each is connected. With the profile's ``celery_events`` on, a listener binds one queue of its own to
+Celery's ``celeryev`` topic exchange: ``tqadmin.celeryev.<random>``, exclusive and auto-delete (gone with
+the listener's connection), ``x-max-length`` :data:`MAX_EVENTS` with ``drop-head`` (a listener that falls
+behind loses the oldest events, never the broker's memory), consumed with automatic acks. That is the one
+thing it declares, allowed in a read-only profile: it touches no user's queue or message. It never sends
+``enable_events`` or any other control command; an exchange that does not exist yet (no Celery worker
+with events ever ran) is waited for, not declared.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
+from tqadmin.frameworks.summary import CELERY
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.listening import Deliver, Listener
+from tqadmin.plugin.workers import WorkerReading
+from tqadmin_rabbitmq.connection import connect, translated
+
+PIDBOX_SUFFIX = ".celery.pidbox"
+EVENT_EXCHANGE = "celeryev"
+MAX_EVENTS = 10_000
+FIRST_LISTEN_S = 2.5  # a first read waits this long for events: one worker-heartbeat interval and a margin
+
+
+class CeleryWorkers:
+    def __init__(self, config: BrokerConfig, wall: Callable[[], float] = time.time) -> None:
+        self._config = config
+        self._wall = wall
+        self._watch = CeleryWatch() if config.celery_events else None
+        self._listener = (
+            Listener("Celery events on RabbitMQ", self._consume, self._watch.feed_body)
+            if self._watch is not None
+            else None
+        )
+        self._started = False
+        self.queue = f"tqadmin.celeryev.{uuid.uuid4().hex[:12]}"
+
+    def read(self, queue_items: Sequence[Mapping[str, Any]]) -> WorkerReading:
+        connected = {
+            str(item["name"]).removesuffix(PIDBOX_SUFFIX): int(item.get("consumers") or 0) > 0
+            for item in queue_items
+            if str(item.get("name", "")).endswith(PIDBOX_SUFFIX)
+        }
+        if self._watch is None or self._listener is None:
+            workers = tuple(celery_node(node, consumed=up) for node, up in sorted(connected.items()))
+            return WorkerReading(workers)
+        if not self._started:
+            self._listener.start()
+            self._started = True
+            time.sleep(FIRST_LISTEN_S)
+        workers = self._watch.workers(self._wall(), connected)
+        return WorkerReading(workers, (), {CELERY: self._watch.task_stats()}, {CELERY: self._watch.wait_from})
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+
+    def _consume(self, stop: threading.Event, deliver: Deliver) -> None:
+        connection = connect(self._config.url, self._config.timeout_s)
+        try:
+            with translated(self._config.url, self.queue):
+                channel = connection.channel()
+                channel.exchange_declare(EVENT_EXCHANGE, passive=True)  # never declared by tqadmin
+                arguments = {"x-max-length": MAX_EVENTS, "x-overflow": "drop-head"}
+                channel.queue_declare(self.queue, exclusive=True, auto_delete=True, arguments=arguments)
+                channel.queue_bind(self.queue, EVENT_EXCHANGE, routing_key="#")
+                channel.basic_consume(self.queue, lambda _c, _m, _p, body: deliver(body), auto_ack=True)
+                while not stop.is_set():
+                    connection.process_data_events(time_limit=0.5)
+        finally:
+            if connection.is_open:
+                connection.close()
