@@ -22,12 +22,14 @@ from tests.tui.seeding import (
     URL,
     SeededAdmin,
     SeededCron,
+    seeded_celery_events,
     seeded_history,
     seeded_telemetry,
 )
 from tqadmin.config import Settings, Thresholds
 from tqadmin.errors import Unreachable
 from tqadmin.plugin.models import Message
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.tui.app import TqadminApp
 
 WARM_POLLS = 12
@@ -254,6 +256,11 @@ def _celery() -> SeededAdmin:
     return admin
 
 
+class _WithCeleryEvents(SeededAdmin):
+    def framework_workers(self) -> WorkerReading:
+        return seeded_celery_events()
+
+
 def _hostile() -> SeededAdmin:
     return SeededAdmin(queues=["orders", "[bold red]x[/]\x1b[31m", "[link=http://evil]click[/link]"])
 
@@ -275,6 +282,8 @@ SCENES: tuple[Scene, ...] = (
     Scene("history", _history, {"history": True}),
     Scene("history-queue-detail", _history_detail, {"history": True}),
     Scene("hostile-names", _overview, admin=_hostile),
+    Scene("frameworks", _overview, admin=_WithCeleryEvents),
+    Scene("frameworks-workers", _press("w"), admin=_WithCeleryEvents),
     Scene("no-workers", _overview, {"telemetry": False, "cron": False}),
     # Without the latency charts: plotext places ticks of a chart this small differently from run to run.
     Scene("overview-80x24", _overview, {"telemetry": False}, size=(80, 24)),

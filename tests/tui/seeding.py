@@ -31,6 +31,7 @@ from tqadmin_memory.capabilities import CAPABILITIES
 
 from tqadmin.errors import TqadminError
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
+from tqadmin.frameworks.celery_events import CeleryEvents
 from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
@@ -284,6 +285,35 @@ def seeded_framework_workers() -> WorkerReading:
             sidekiq_workers.process("web-0a11:12:c0ffee", None, {}, now),
             dramatiq_workers.worker("dramatiq", "5b0e-83d1", (now - 1.5) * 1000, {}, now),
         )
+    )
+
+
+def seeded_celery_events() -> WorkerReading:
+    """The seeded frameworks' workers and a Celery worker seen through its task events: a minute of tasks
+    folded by the dashboard's own reader, their run times spread as real ones are."""
+    events = CeleryEvents()
+    rng = random.Random(11)
+    node = "celery@billing-5c7d"
+    for i, (task, run_s, ok) in enumerate(
+        [("billing.charge_card", rng.lognormvariate(-2.3, 0.4), rng.random() > 0.04) for _ in range(180)]
+        + [("billing.send_receipt", rng.lognormvariate(-4.0, 0.3), True) for _ in range(240)]
+    ):
+        sent = FROZEN_NOW - 58 + i * 0.13
+        common = {"uuid": f"c-{i:04d}", "hostname": node}
+        events.apply({"type": "task-sent", "timestamp": sent, "name": task, **common, "hostname": "web-1"})
+        events.apply({"type": "task-received", "timestamp": sent + 0.002, "name": task, **common})
+        events.apply({"type": "task-started", "timestamp": sent + 0.01 + rng.random() * 0.02, **common})
+        ended = {"timestamp": sent + 0.05 + run_s, **common}
+        events.apply(
+            {"type": "task-succeeded", "runtime": run_s, **ended} if ok else {"type": "task-failed", **ended}
+        )
+    events.apply({"type": "worker-heartbeat", "timestamp": FROZEN_NOW - 1.2, "hostname": node, "freq": 2.0})
+    others = seeded_framework_workers()
+    return replace(
+        others,
+        workers=(*others.workers, *events.workers(FROZEN_NOW)),
+        tasks={"celery": events.task_stats()},
+        wait_from={"celery": events.wait_from},
     )
 
 

@@ -7,6 +7,7 @@ reads two snapshots per worker whatever the number of jobs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -114,3 +115,22 @@ def window_stats(now_s: float, window_s: float, histories: Iterable[WorkerHistor
         covered_from = begin if covered_from is None else min(covered_from, begin)
     span = now_s - (start if covered_from is None else covered_from)
     return WindowStats(window_s=window_s, span_s=span, workers=count, by_key=merge_stats(deltas))
+
+
+class SlidingTotals:
+    """Cumulative figures read now and then (another framework's, folded from its events since a listener
+    started) turned into the figures of the last ``window_s``, as tqadmin's own workers' are shown."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self._readings: deque[tuple[float, Mapping[str, TaskStats]]] = deque()
+
+    def update(self, now_s: float, totals: Mapping[str, TaskStats]) -> dict[str, TaskStats]:
+        """The activity between the newest reading at least ``window_s`` old (or the first one) and now."""
+        self._readings.append((now_s, totals))
+        while len(self._readings) > 1 and self._readings[1][0] <= now_s - self.window_s:
+            self._readings.popleft()
+        _, base = self._readings[0]
+        if base is totals:  # the first reading: what the listener saw since it started
+            return {name: stats.copy() for name, stats in totals.items()}
+        return {name: stats.minus(base.get(name, TaskStats())) for name, stats in totals.items()}

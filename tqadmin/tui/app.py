@@ -10,6 +10,7 @@ shows the broker back within two refreshes of its return (:func:`tqadmin.backoff
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -52,9 +53,9 @@ from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
-from tqadmin.tui.sources import StoreCron, StoreTelemetry, span_view
+from tqadmin.tui.sources import WINDOW_S, FrameworkTasks, StoreCron, StoreTelemetry, span_view
 from tqadmin.tui.state import PollState
-from tqadmin.tui.views import CronSource, CronView, TelemetrySource, TelemetryView
+from tqadmin.tui.views import CronSource, CronView, TaskTypeView, TelemetrySource, TelemetryView
 from tqadmin.tui.widgets.queue_table import TREND_WIDTH
 
 AdminFactory = Callable[[Settings], BrokerAdmin]
@@ -145,6 +146,8 @@ class TqadminApp(App[None]):
         self.cron_error: str | None = None
         self.capabilities: Capabilities | None = None
         self.foreign_workers: WorkerReading | None = None
+        self._framework_windows = FrameworkTasks(WINDOW_S)
+        self.framework_tasks: tuple[TaskTypeView, ...] = ()  # other frameworks' last minute, from events
         self.foreign_workers_error: str | None = None
         self.queues_changed: Signal[None] = Signal(self, "queues-changed")
         self.side_changed: Signal[None] = Signal(self, "side-changed")
@@ -278,6 +281,7 @@ class TqadminApp(App[None]):
             return
         self.board.apply(event.listing)
         self.foreign_workers, self.foreign_workers_error = event.workers, event.workers_error
+        self.framework_tasks = self._framework_windows.update(self.clock(), event.workers)
         self.poll_state = self.poll_state.succeeded(self.clock(), event.listing.alarms, event.note)
         self.queues_changed.publish(None)
         self._schedule(self.refresh_s)
@@ -307,7 +311,10 @@ class TqadminApp(App[None]):
         workers."""
         reading = self.span_reading
         if self.span is LIVE or reading is None or reading.span is not self.span:
-            return self.telemetry
+            if not self.framework_tasks:
+                return self.telemetry
+            live = self.telemetry or TelemetryView(WINDOW_S)
+            return dataclasses.replace(live, task_types=(*live.task_types, *self.framework_tasks))
         return span_view(reading, self.telemetry)
 
     def action_cycle_span(self) -> None:

@@ -6,7 +6,7 @@ that is down when the dashboard opens shows as an error line and recovers by its
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.workers import WorkerReading
@@ -18,8 +18,10 @@ from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.ledger import WorkerLedger
-from tqadmin.telemetry.window import window_stats
+from tqadmin.telemetry.window import SlidingTotals, window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
+
+WINDOW_S = 60.0  # the telemetry panel's window: the last minute of every framework's tasks
 
 # Histogram bars: upper bounds in seconds shared by every task type; slower values count in the last one.
 BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -53,7 +55,7 @@ class StoreTelemetry:
         self,
         store_url: str,
         timeout_s: float = 10.0,
-        window_s: float = 60.0,
+        window_s: float = WINDOW_S,
         fresh: Fresh = never_fresh,
         *,
         connect: Callable[[], StateStore] | None = None,
@@ -123,11 +125,30 @@ def foreign_worker_views(reading: WorkerReading | None) -> tuple[WorkerView, ...
     )
 
 
-def task_type_views(task_types: dict[str, TaskStats]) -> tuple[TaskTypeView, ...]:
+def task_type_views(
+    task_types: Mapping[str, TaskStats], framework: str = "tqadmin"
+) -> tuple[TaskTypeView, ...]:
     return tuple(
-        TaskTypeView(name, s.done, s.failed, latency(s.wait), latency(s.run))
+        TaskTypeView(name, s.done, s.failed, latency(s.wait), latency(s.run), framework)
         for name, s in sorted(task_types.items())
     )
+
+
+class FrameworkTasks:
+    """Other frameworks' task figures (cumulative, from their events) as the last ``window_s`` of them."""
+
+    def __init__(self, window_s: float) -> None:
+        self._window_s = window_s
+        self._windows: dict[str, SlidingTotals] = {}
+
+    def update(self, now_s: float, reading: WorkerReading | None) -> tuple[TaskTypeView, ...]:
+        views: list[TaskTypeView] = []
+        for framework, totals in sorted((reading.tasks if reading else {}).items()):
+            window = self._windows.setdefault(framework, SlidingTotals(self._window_s))
+            wait_from = reading.wait_from.get(framework, "sent") if reading else "sent"
+            shown = framework if wait_from == "sent" else f"{framework}, wait from {wait_from}"
+            views += task_type_views(window.update(now_s, totals), shown)
+        return tuple(views)
 
 
 def span_view(reading: SpanReading, live: TelemetryView | None) -> TelemetryView:

@@ -23,11 +23,15 @@ class Latency:
 
 @dataclass(frozen=True, slots=True)
 class TaskTypeView:
+    """One task name's figures; ``framework`` says whose (another framework's come from its events, and
+    say there what their wait is measured from when it is not comparable with tqadmin's)."""
+
     name: str
     done: int
     failed: int
     wait: Latency
     run: Latency
+    framework: str = "tqadmin"
 
 
 @dataclass(frozen=True, slots=True)

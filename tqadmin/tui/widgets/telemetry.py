@@ -69,13 +69,20 @@ def percentiles_table(view: TelemetryView | None, thresholds: Thresholds = DEFAU
     """Done, failed and the latency percentiles of each task type that ran in the window; a task type
     failing at the profile's failure-rate threshold or more is red, as its alert rule fires."""
     table = Table(box=None, expand=True, padding=(0, 1), pad_edge=False, header_style="bold")
-    for header in HEADERS:
-        table.add_column(header, justify="left" if header == "task type" else "right", no_wrap=True)
-    for t in filter(ran, view.task_types if view else ()):
+    rows = list(filter(ran, view.task_types if view else ()))
+    frameworks = any(t.framework != "tqadmin" for t in rows)  # the column only where there is a choice
+    headers = (HEADERS[0], "framework", *HEADERS[1:]) if frameworks else HEADERS
+    for header in headers:
+        left = header in ("task type", "framework")
+        table.add_column(header, justify="left" if left else "right", no_wrap=True)
+    for t in rows:
         failed = Text(str(t.failed), style="red" if t.failed else "", justify="right")
         times = [seconds(v) for v in (t.wait.p50, t.wait.p95, t.wait.p99, t.run.p50, t.run.p95, t.run.p99)]
         alarm = failure_rate_alert(t.failed, t.done + t.failed, thresholds)
-        table.add_row(Text(clean(t.name), style="bold red" if alarm else ""), str(t.done), failed, *times)
+        named = [Text(clean(t.name), style="bold red" if alarm else "")]
+        if frameworks:
+            named.append(Text(clean(t.framework), style="dim" if t.framework == "tqadmin" else ""))
+        table.add_row(*named, str(t.done), failed, *times)
     return table
 
 
