@@ -1,0 +1,116 @@
+"""Reading other frameworks' workers writes nothing: on a Redis database and a RabbitMQ vhost of their own,
+every key (``DUMP``) and every queue and binding are the same after an hour's worth of polls (720, one per
+5 s, run back to back) as before, the Celery event listener's own exclusive auto-delete queue apart."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from rq import Queue, SimpleWorker
+from tqadmin_rabbitmq.admin import RabbitMQAdmin
+from tqadmin_redis.admin import RedisAdmin
+
+from tests.conftest import REDIS_URL
+from tqadmin.plugin.base import BrokerConfig
+
+POLLS = 720  # an hour of a dashboard's or an exporter's polls at 5 s
+API = "http://127.0.0.1:15672/api"
+AUTH = ("guest", "guest")
+OWN_DB = 8  # no other test uses it
+
+
+def every_key(client: redis.Redis) -> dict[bytes, Any]:
+    return {key: client.dump(key) for key in client.scan_iter(count=1000)}
+
+
+@pytest.fixture
+def own_db() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(REDIS_URL.rsplit("/", 1)[0] + f"/{OWN_DB}")
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.mark.redis
+def test_an_hour_of_polling_every_framework_on_redis_leaves_every_key_as_it_was(own_db: redis.Redis) -> None:
+    queue = Queue("reports", connection=own_db)
+    queue.enqueue("rq_jobs.ship", "o-1")
+    SimpleWorker([queue], connection=own_db, name="rq-1").work(burst=True, with_scheduler=False)
+    own_db.sadd("rq:workers", "rq:worker:gone")  # a stale member RQ's own reads would remove
+    now = time.time()
+    info = {"hostname": "h", "pid": 1, "concurrency": 5, "queues": ["default"], "started_at": now}
+    own_db.hset("h:1:a", mapping={"info": json.dumps(info), "busy": 0, "beat": now, "quiet": "false"})
+    own_db.sadd("processes", "h:1:a", "h:2:gone")  # one Sidekiq's ProcessSet would SREM
+    own_db.zadd("dramatiq:__heartbeats__", {"w-1": now * 1000})
+    own_db.sadd("dramatiq:__acks__.w-1.default", "m-1")
+    own_db.hset("dramatiq:default.msgs", "m-1", json.dumps({"actor_name": "a", "message_id": "m-1"}))
+    own_db.sadd("_kombu.binding.celery.pidbox", "\x06\x16\x06\x16celery@h.celery.pidbox")
+    before = every_key(own_db)
+
+    admin = RedisAdmin(BrokerConfig(REDIS_URL.rsplit("/", 1)[0] + f"/{OWN_DB}", celery_events=True))
+    try:
+        for _ in range(POLLS):
+            reading = admin.framework_workers()
+    finally:
+        admin.close()
+    assert {w.framework for w in reading.workers} == {"rq", "sidekiq", "dramatiq", "celery"}
+    assert reading.unreadable == ()
+    assert every_key(own_db) == before
+
+
+@pytest.fixture
+def own_vhost() -> Iterator[str]:
+    vhost = f"tqt-{uuid.uuid4().hex[:10]}"
+    httpx.put(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10).raise_for_status()
+    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
+    httpx.put(f"{API}/permissions/{vhost}/guest", json=permissions, auth=AUTH, timeout=10).raise_for_status()
+    yield vhost
+    httpx.delete(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10)
+
+
+def topology(vhost: str) -> tuple[list[Any], list[Any], list[Any]]:
+    queues = httpx.get(
+        f"{API}/queues/{vhost}", params={"columns": "name,arguments,messages"}, auth=AUTH
+    ).json()
+    bindings = httpx.get(f"{API}/bindings/{vhost}", auth=AUTH).json()
+    exchanges = httpx.get(f"{API}/exchanges/{vhost}", params={"columns": "name,type"}, auth=AUTH).json()
+    shown = [b for b in bindings if not str(b["destination"]).startswith("tqadmin.celeryev.")]
+    listed = sorted(json.dumps([q["name"], q["arguments"], q.get("messages")]) for q in queues)
+    return listed, sorted(json.dumps(b, sort_keys=True) for b in shown), exchanges
+
+
+@pytest.mark.rabbitmq
+def test_an_hour_of_polling_celery_on_rabbitmq_leaves_the_vhost_as_it_was_but_its_own_queue(
+    own_vhost: str,
+) -> None:
+    import pika
+
+    url = f"amqp://guest:guest@127.0.0.1:5672/{own_vhost}"
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    channel.exchange_declare("celeryev", "topic", durable=True)  # as a Celery worker with events declares it
+    channel.queue_declare("orders", durable=True)
+    channel.basic_publish("", "orders", b'{"task_type": "x"}')
+    connection.close()
+    time.sleep(6)  # the management API's figures refresh every 5 s
+    before = topology(own_vhost)
+
+    admin = RabbitMQAdmin(BrokerConfig(url, celery_events=True), min_interval_s=0.0)
+    try:
+        for _ in range(POLLS):
+            admin.framework_workers()
+        during = httpx.get(f"{API}/queues/{own_vhost}", auth=AUTH).json()
+        (listener,) = [q for q in during if q["name"].startswith("tqadmin.celeryev.")]
+        assert (listener["exclusive"], listener["auto_delete"]) == (True, True)
+    finally:
+        admin.close()
+    time.sleep(6)
+    assert topology(own_vhost) == before
