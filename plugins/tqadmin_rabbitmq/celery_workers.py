@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tqadmin.errors import BrokerError
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.base import BrokerConfig
@@ -70,7 +71,7 @@ class CeleryWorkers:
         try:
             with translated(self._config.url, self.queue):
                 channel = connection.channel()
-                channel.exchange_declare(EVENT_EXCHANGE, passive=True)  # never declared by tqadmin
+                _require_event_exchange(channel)
                 arguments = {"x-max-length": MAX_EVENTS, "x-overflow": "drop-head"}
                 channel.queue_declare(self.queue, exclusive=True, auto_delete=True, arguments=arguments)
                 channel.queue_bind(self.queue, EVENT_EXCHANGE, routing_key="#")
@@ -80,3 +81,19 @@ class CeleryWorkers:
         finally:
             if connection.is_open:
                 connection.close()
+
+
+def _require_event_exchange(channel: Any) -> None:
+    """Celery's event exchange, looked up and never declared: one that does not exist yet means no worker
+    with task events ran on this vhost, said as such (the listener tries again with its backoff)."""
+    import pika.exceptions
+
+    try:
+        channel.exchange_declare(EVENT_EXCHANGE, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != 404:
+            raise
+        raise BrokerError(
+            f"Celery's event exchange {EVENT_EXCHANGE!r} does not exist yet: no Celery worker with task"
+            " events (-E) has run on this vhost"
+        ) from None

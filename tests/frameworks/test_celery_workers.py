@@ -6,7 +6,6 @@ heartbeat window once SIGKILLed. Without events the worker is still listed, by i
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -58,6 +57,7 @@ def celery_events_worker(node: str, queue: str, broker: str, log: Path) -> Itera
 
 def app_for(broker: str, queue: str) -> Any:
     os.environ.update(TQT_CELERY_BROKER=broker, TQT_CELERY_QUEUE=queue)
+    sys.modules.pop("celery_events_app", None)  # a fresh app: one made for another broker keeps its pool
     sys.path.insert(0, str(HERE))
     try:
         import celery_events_app
@@ -90,18 +90,31 @@ class RuntimesSeen:
         self._pubsub.close()
 
 
+@pytest.fixture
+def celery_keys(unique: str) -> Iterator[None]:
+    """Afterwards: the test's keys deleted, and its workers' control queue bindings, which a killed worker
+    leaves behind as a crash does."""
+    yield
+    client = redis.Redis.from_url(REDIS_URL)
+    stale = [m for m in client.smembers("_kombu.binding.celery.pidbox") if unique.encode() in m]
+    if stale:
+        client.srem("_kombu.binding.celery.pidbox", *stale)
+    for key in client.scan_iter(f"*{unique}*"):
+        client.delete(key)
+    client.close()
+
+
 def celery(reading: WorkerReading, node: str) -> ForeignWorker | None:
     return next((w for w in reading.workers if (w.framework, w.name) == ("celery", node)), None)
 
 
 def test_a_celery_worker_on_redis_with_task_events_is_alive_busy_timed_and_dead_once_killed(
-    isolated_env: Any, unique: str, tmp_path: Path
+    celery_keys: None, isolated_env: Any, unique: str, tmp_path: Path
 ) -> None:
     node, queue = f"tqt-{unique}@tests", f"tqt-{unique}-celery"
     tasks = app_for(REDIS_URL, queue)
     seen = RuntimesSeen(node)
     admin = RedisAdmin(BrokerConfig(REDIS_URL, celery_events=True))
-    client = redis.Redis.from_url(REDIS_URL)
     try:
         with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log") as worker:
             first = celery(admin.framework_workers(), node)  # listens one heartbeat interval first
@@ -138,37 +151,17 @@ def test_a_celery_worker_on_redis_with_task_events_is_alive_busy_timed_and_dead_
     finally:
         seen.close()
         admin.close()
-        stale = [m for m in client.smembers("_kombu.binding.celery.pidbox") if unique.encode() in m]
-        if stale:  # the killed worker's control queue binding, left behind as a crash leaves it
-            client.srem("_kombu.binding.celery.pidbox", *stale)
-        for key in client.scan_iter(f"*{unique}*"):
-            client.delete(key)
-        client.close()
 
 
 def test_without_task_events_a_celery_worker_is_listed_by_its_control_queue_alive_unknown(
-    isolated_env: Any, unique: str, tmp_path: Path, tq: Tq
+    celery_keys: None, isolated_env: Any, unique: str, tmp_path: Path, tq: Tq
 ) -> None:
     node, queue = f"tqt-{unique}@tests", f"tqt-{unique}-celery"
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log"):
-            code, doc, _ = tq("workers")
-            (shown,) = [w for w in doc["workers"] if w["name"] == node]
-            assert (code, shown["framework"], shown["alive"], shown["heartbeat_age_s"]) == (
-                0,
-                "celery",
-                None,
-                None,
-            )
-            assert json.dumps(shown)  # one document, null where nothing can tell
-    finally:
-        stale = [m for m in client.smembers("_kombu.binding.celery.pidbox") if unique.encode() in m]
-        if stale:
-            client.srem("_kombu.binding.celery.pidbox", *stale)
-        for key in client.scan_iter(f"*{unique}*"):
-            client.delete(key)
-        client.close()
+    with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log"):
+        code, doc, _ = tq("workers")
+    (shown,) = [w for w in doc["workers"] if w["name"] == node]
+    assert (code, shown["framework"], shown["alive"], shown["heartbeat_age_s"]) == (0, "celery", None, None)
+    assert shown["dead_reason"] is None  # null where nothing can tell, never a guess
 
 
 @pytest.mark.rabbitmq
@@ -225,3 +218,36 @@ def management_queue(name: str) -> dict[str, Any] | None:
 
     answer = httpx.get(f"http://127.0.0.1:15672/api/queues/%2F/{name}", auth=("guest", "guest"), timeout=5)
     return None if answer.status_code == 404 else dict(answer.json())
+
+
+def test_stats_with_celery_events_on_counts_the_tasks_it_saw_under_frameworks(
+    celery_keys: None, isolated_env: Any, unique: str, tmp_path: Path, tq: Tq, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, queue = f"tqt-{unique}@tests", f"tqt-{unique}-celery"
+    tasks = app_for(REDIS_URL, queue)
+    monkeypatch.setenv("TQADMIN_CELERY_EVENTS", "1")
+    stop = threading.Event()
+
+    def traffic() -> None:
+        while not stop.wait(0.1):
+            tasks.nap.delay(0.01)
+
+    try:
+        with celery_events_worker(node, queue, REDIS_URL, tmp_path / "celery.log"):
+            sender = threading.Thread(target=traffic, daemon=True)
+            sender.start()
+            log = tmp_path / "celery.log"
+            wait_for(lambda: log.read_bytes().count(b" succeeded in ") >= 3, "the worker running the traffic")
+            code, doc, _ = tq("stats")
+            stop.set()
+            sender.join(5)
+        celery = doc["frameworks"]["celery"]
+        assert (
+            code == 0
+            and celery["wait_from"] in ("sent", "received")
+            and "events.nap" not in doc["task_types"]
+        )
+        nap = celery["task_types"]["events.nap"]
+        assert nap["done"] >= 1 and nap["run"]["p50"] is not None  # what one heartbeat interval saw
+    finally:
+        stop.set()

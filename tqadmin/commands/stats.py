@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NoDatabase, UsageError
+from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
+from tqadmin.masking import mask_text
 from tqadmin.store import open_store
 from tqadmin.tables import table
 from tqadmin.telemetry.snapshot import WorkerHistory
-from tqadmin.telemetry.window import WindowStats, window_stats
+from tqadmin.telemetry.window import WindowStats, figures_json, window_stats
 
 DEFAULT_WINDOW_S = 60.0
 
@@ -41,11 +43,49 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         finally:
             store.close()
     stats = window_stats(now_s, window_s, histories)
-    ctx.emit(stats.to_json(), lambda: describe(stats))
-    return 0
+    document = stats.to_json()
+    unreadable: list[str] = []
+    frameworks = _framework_tasks(ctx, unreadable)
+    if frameworks:
+        document["frameworks"] = frameworks
+    if unreadable:
+        document["unreadable"] = unreadable
+    ctx.emit(document, lambda: describe(stats, frameworks))
+    for what in unreadable:
+        ctx.progress(f"tqadmin stats: not counted: {what}")
+    return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 
-def describe(stats: WindowStats) -> str:
+def _framework_tasks(ctx: CommandContext, unreadable: list[str]) -> dict[str, Any]:
+    """Other frameworks' task figures where the profile listens to their events (``celery_events``): what
+    the events said while this command listened (one heartbeat interval), in the same shape as tqadmin's.
+    A long-lived reader (the dashboard, the exporter) keeps them; a one-shot command sees a moment."""
+    if not ctx.settings.celery_events or not ctx.plugin().capabilities.worker_registries:
+        return {}
+    try:
+        with ctx.admin() as admin:
+            reading = admin.framework_workers()
+    except TqadminError as exc:
+        unreadable.append(f"other frameworks' tasks: {mask_text(str(exc))}")
+        return {}
+    return {
+        framework: {
+            "wait_from": reading.wait_from.get(framework),
+            "task_types": {name: figures_json(stats) for name, stats in sorted(tasks.items())},
+        }
+        for framework, tasks in sorted(reading.tasks.items())
+    }
+
+
+def describe(stats: WindowStats, frameworks: dict[str, Any] | None = None) -> str:
+    others = "".join(
+        f"\n{framework}: {len(figures['task_types'])} task type(s) seen (--json for their figures)"
+        for framework, figures in (frameworks or {}).items()
+    )
+    return _own(stats) + others
+
+
+def _own(stats: WindowStats) -> str:
     head = (
         f"last {stats.window_s:g} s, {stats.workers} worker(s): {stats.throughput:.2f} done/s, "
         f"failure rate {stats.failure_rate:.1%}"

@@ -74,6 +74,7 @@ class _Task:
     received_s: float | None = None
     started_s: float | None = None
     queue: str | None = None
+    waited: bool = False  # its wait was recorded
 
 
 @dataclass(slots=True)
@@ -91,14 +92,15 @@ class CeleryEvents:
     def apply(self, event: Mapping[str, Any]) -> None:
         kind, timestamp = as_text(event.get("type")) or "", _number(event.get("timestamp"))
         hostname = name(event.get("hostname"))
-        if timestamp is None or hostname is None:
+        uuid = name(event.get("uuid"))
+        if timestamp is None or hostname is None or (kind.startswith("task-") and uuid is None):
             self.skipped += 1
             return
         self.events += 1
         if kind.startswith("worker-"):
             self._worker_event(kind, hostname, timestamp, event)
-        elif kind.startswith("task-"):
-            self._task_event(kind, hostname, timestamp, event)
+        elif uuid is not None and kind.startswith("task-"):
+            self._task_event(kind, uuid, hostname, timestamp, event)
 
     def _worker_event(self, kind: str, hostname: str, timestamp: float, event: Mapping[str, Any]) -> None:
         worker = self._workers.pop(hostname, None) or _Worker(timestamp, started_s=timestamp)
@@ -110,11 +112,9 @@ class CeleryEvents:
         while len(self._workers) > MAX_WORKERS:
             self._workers.popitem(last=False)
 
-    def _task_event(self, kind: str, hostname: str, timestamp: float, event: Mapping[str, Any]) -> None:
-        uuid = name(event.get("uuid"))
-        if uuid is None:
-            self.skipped += 1
-            return
+    def _task_event(
+        self, kind: str, uuid: str, hostname: str, timestamp: float, event: Mapping[str, Any]
+    ) -> None:
         task = self._tasks.get(uuid)
         if task is None:
             task = self._tasks[uuid] = _Task()
@@ -125,12 +125,16 @@ class CeleryEvents:
         if kind == "task-sent":
             self.wait_from = "sent"
             task.sent_s, task.queue = timestamp, name(event.get("routing_key")) or name(event.get("queue"))
+            if task.started_s is not None and task.name and not task.waited:  # came after the worker's
+                task.waited = True
+                self._telemetry.started(ANY_QUEUE, task.name, max(0.0, task.started_s - timestamp))
         elif kind == "task-received":
             task.received_s, task.hostname = timestamp, hostname
         elif kind == "task-started":
             task.started_s, task.hostname = timestamp, hostname
             basis = task.sent_s if self.wait_from == "sent" else task.received_s
             if basis is not None and task.name:
+                task.waited = True
                 self._telemetry.started(ANY_QUEUE, task.name, max(0.0, timestamp - basis))
         elif kind in ("task-succeeded", "task-failed", "task-retried"):
             self._finished(uuid, task, kind, timestamp, _number(event.get("runtime")))
