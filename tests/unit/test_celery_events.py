@@ -87,3 +87,10 @@ def test_a_sent_event_that_arrives_after_the_start_still_gives_the_wait() -> Non
     events.apply(task("task-sent", "u1", NOW, host="web", name="shop.charge"))  # the producer's, late
     wait = events.task_stats()["shop.charge"].wait
     assert wait.count == 1 and abs((wait.percentiles()["p50"] or 0) - 0.3) < 0.01
+
+
+def test_tasks_that_started_before_the_listener_are_counted_from_the_heartbeat() -> None:
+    events = CeleryEvents()
+    events.apply({"type": "worker-heartbeat", "hostname": "celery@a", "timestamp": NOW, "active": 2})
+    (worker,) = events.workers(NOW + 1)
+    assert (worker.state, worker.current_jobs) == ("busy (2 running)", ())

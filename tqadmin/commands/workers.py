@@ -140,7 +140,7 @@ def describe(workers: list[dict[str, Any]]) -> str:
             {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
             "-" if w["heartbeat_age_s"] is None else round(w["heartbeat_age_s"], 1),
             ",".join(w["queues"]),
-            current_text(w["current_tasks"]),
+            current_text(w["current_tasks"]) if w["current_tasks"] else w["state"] or "-",
             w.get("done", "-"),
             w.get("failed", "-"),
             w["dead_reason"] or "",

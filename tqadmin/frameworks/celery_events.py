@@ -63,6 +63,7 @@ class _Worker:
     freq_s: float = DEFAULT_FREQ_S
     offline: bool = False
     pid: int | None = None
+    active: int = 0  # tasks running, as its last heartbeat counted them
     started_s: float | None = None
 
 
@@ -107,6 +108,7 @@ class CeleryEvents:
         worker.beat_s = max(worker.beat_s, timestamp)
         worker.freq_s = _number(event.get("freq")) or worker.freq_s
         worker.pid = count(event.get("pid")) or worker.pid
+        worker.active = count(event.get("active")) or 0
         worker.offline = kind == "worker-offline"
         self._workers[hostname] = worker  # the newest beat last: the longest silent go first
         while len(self._workers) > MAX_WORKERS:
@@ -185,7 +187,7 @@ class CeleryEvents:
                     current_jobs=jobs,
                     host=hostname.partition("@")[2] or None,
                     pid=worker.pid,
-                    state="busy" if jobs else "idle" if reason is None else None,
+                    state=None if reason else _state(len(jobs), worker.active),
                 )
             )
         shown += [celery_node(node) for node in sorted(set(present) - set(self._workers))]
@@ -194,6 +196,14 @@ class CeleryEvents:
     def task_stats(self) -> dict[str, TaskStats]:
         """Each task name's figures since the listener started."""
         return {task: stats for (_queue, task), stats in self._telemetry.read().items()}
+
+
+def _state(seen: int, active: int) -> str:
+    """``busy`` or ``idle``; a worker whose heartbeat counts more running tasks than the events showed
+    started (they started before the listener did) says how many it runs."""
+    if active > seen:
+        return f"busy ({active} running)"
+    return "busy" if seen else "idle"
 
 
 def celery_node(node: str, *, consumed: bool | None = None) -> ForeignWorker:
