@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         document["unreadable"] = unreadable
     ctx.emit(document, lambda: describe(stats, frameworks))
     for what in unreadable:
-        ctx.progress(f"tqadmin stats: not counted: {what}")
+        ctx.progress(f"tqadmin: warning: not counted: {what}")
     return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
-        ctx.progress(f"tqadmin workers: not listed: {what}")
+        ctx.progress(f"tqadmin: warning: workers not listed: {what}")
     return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 
