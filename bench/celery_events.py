@@ -16,7 +16,8 @@ Target: flat memory once the open-task table is full (the last sample within 10 
 from __future__ import annotations
 
 import argparse
-import threading
+import concurrent.futures
+import multiprocessing
 import time
 import uuid
 from collections.abc import Callable
@@ -63,14 +64,14 @@ def events(n: int) -> list[tuple[str, dict[str, Any]]]:
     return chain
 
 
-def publish(broker: str, rate: float, seconds: float, stop: threading.Event) -> int:
+def publish(broker: str, rate: float, seconds: float) -> int:
     published = 0
     with Connection(URLS[broker]) as connection:
         exchange = Exchange("celeryev", type=EXCHANGE_TYPES[broker], durable=True)
         producer = Producer(connection.channel(), exchange, serializer="json")
         producer.declare()
         started, n = time.monotonic(), 0
-        while not stop.is_set() and time.monotonic() - started < seconds:
+        while time.monotonic() - started < seconds:
             for key, event in events(n):
                 producer.publish({**event, "timestamp": time.time()}, routing_key=key)
                 published += 1
@@ -81,24 +82,19 @@ def publish(broker: str, rate: float, seconds: float, stop: threading.Event) -> 
     return published
 
 
-def run(broker: str, rate: float, seconds: float, threads: int) -> None:
+def run(broker: str, rate: float, seconds: float, processes: int) -> None:
     admin_of: dict[str, Callable[[BrokerConfig], BrokerAdmin]] = {
         "rabbitmq": RabbitMQAdmin,
         "redis": RedisAdmin,
     }
     admin = admin_of[broker](BrokerConfig(URLS[broker], celery_events=True))
-    stop = threading.Event()
     try:
         admin.framework_workers()  # starts the listener (and waits one heartbeat interval)
-        result: list[int] = []
-        publishers = [
-            threading.Thread(target=lambda: result.append(publish(broker, rate / threads, seconds, stop)))
-            for _ in range(threads)
-        ]
-        for publisher in publishers:
-            publisher.start()
+        spawn = multiprocessing.get_context("spawn")  # not a fork of a process with a listener thread
+        pool = concurrent.futures.ProcessPoolExecutor(processes, mp_context=spawn)  # as real workers are
+        publishers = [pool.submit(publish, broker, rate / processes, seconds) for _ in range(processes)]
         started, samples = time.monotonic(), []
-        while any(publisher.is_alive() for publisher in publishers):
+        while not all(publisher.done() for publisher in publishers):
             reading = admin.framework_workers()
             elapsed = time.monotonic() - started
             if not samples or elapsed - samples[-1][0] >= 5:
@@ -107,7 +103,8 @@ def run(broker: str, rate: float, seconds: float, threads: int) -> None:
                 _, rss, workers, _ = samples[-1]
                 print(f"{broker:8} {elapsed:5.0f} s  RSS {rss:6.1f} MB  workers {workers:4}  done {tasks:7}")
             time.sleep(1)
-        published = sum(result)
+        published = sum(publisher.result() for publisher in publishers)
+        pool.shutdown()
         after_warmup = next((s for s in samples if s[0] >= WARMUP_S), samples[0])
         growth = samples[-1][1] / after_warmup[1] - 1
         print(
@@ -117,7 +114,6 @@ def run(broker: str, rate: float, seconds: float, threads: int) -> None:
             + ("flat" if abs(growth) <= 0.10 else "GROWING")
         )
     finally:
-        stop.set()
         admin.close()
 
 
@@ -126,7 +122,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5000.0)
     parser.add_argument("--seconds", type=float, default=150.0)
     parser.add_argument("--brokers", default="rabbitmq,redis")
-    parser.add_argument("--publishers", type=int, default=3, help="publishing threads (kombu's are slow)")
+    parser.add_argument("--publishers", type=int, default=3, help="publishing processes")
     args = parser.parse_args()
     for broker in args.brokers.split(","):
         run(broker, args.rate, args.seconds, args.publishers)
