@@ -30,7 +30,6 @@ from tqadmin_rabbitmq.connection import connect, translated
 PIDBOX_SUFFIX = ".celery.pidbox"
 EVENT_EXCHANGE = "celeryev"
 MAX_EVENTS = 10_000
-FIRST_LISTEN_S = 2.5  # a first read waits this long for events: one worker-heartbeat interval and a margin
 
 
 class CeleryWorkers:
@@ -43,7 +42,6 @@ class CeleryWorkers:
             if self._watch is not None
             else None
         )
-        self._started = False
         self.queue = f"tqadmin.celeryev.{uuid.uuid4().hex[:12]}"
 
     def read(self, queue_items: Sequence[Mapping[str, Any]]) -> WorkerReading:
@@ -55,10 +53,7 @@ class CeleryWorkers:
         if self._watch is None or self._listener is None:
             workers = tuple(celery_node(node, consumed=up) for node, up in sorted(connected.items()))
             return WorkerReading(workers)
-        if not self._started:
-            self._listener.start()
-            self._started = True
-            time.sleep(FIRST_LISTEN_S)
+        self._listener.listening()
         workers = self._watch.workers(self._wall(), connected)
         return WorkerReading(workers, (), {CELERY: self._watch.task_stats()}, {CELERY: self._watch.wait_from})
 

@@ -26,7 +26,6 @@ from tqadmin_redis.foreign import DISCOVERY_TTL_S, KOMBU_SEP, SCAN_COUNT
 RQ_WORKERS = "rq:workers"
 CELERY_PIDBOX = "_kombu.binding.celery.pidbox"
 PIDBOX_SUFFIX = ".celery.pidbox"
-FIRST_LISTEN_S = 2.5  # a first read waits this long for events: one worker-heartbeat interval and a margin
 
 
 class ForeignWorkers:
@@ -47,7 +46,6 @@ class ForeignWorkers:
             if self._watch is not None
             else None
         )
-        self._listening_since: float | None = None
         self._layout: dict[str, tuple[str, ...]] = {}
         self._found_at: float | None = None
 
@@ -85,12 +83,8 @@ class ForeignWorkers:
         nodes = sorted(m.removesuffix(PIDBOX_SUFFIX) for m in members if m.endswith(PIDBOX_SUFFIX))
         if self._watch is None or self._listener is None:
             return [celery_node(node) for node in nodes]
-        if self._listening_since is None:
-            self._listener.start()
-            self._listening_since = self._clock()
-            time.sleep(FIRST_LISTEN_S)
-            now_s = self._wall()
-        return list(self._watch.workers(now_s, nodes))
+        self._listener.listening()
+        return list(self._watch.workers(self._wall(), nodes))
 
     def _subscribe(self, stop: threading.Event, deliver: Deliver) -> None:
         """Celery publishes its events on Redis as fanout messages: ``/<db>.celeryev/<routing key>``."""

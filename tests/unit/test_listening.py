@@ -31,7 +31,7 @@ def test_a_cut_off_subscription_is_a_gap_and_is_read_again_and_a_bad_payload_onl
         delivered.append(payload)
 
     listener = Listener("test", read, handle, Retrying(Backoff(0.01, 0.02), sleep=time.sleep))
-    listener.start()
+    listener.listening()
     deadline = time.monotonic() + 5
     while b"after" not in delivered and time.monotonic() < deadline:
         time.sleep(0.01)

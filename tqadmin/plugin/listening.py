@@ -19,6 +19,8 @@ from tqadmin.plugin.retrying import Retrying
 
 log = logging.getLogger(__name__)
 
+FIRST_LISTEN_S = 2.5  # one worker-heartbeat interval (Celery's default 2 s) and a margin
+
 Deliver = Callable[[bytes], None]
 Read = Callable[[threading.Event, Deliver], None]
 """Connect, subscribe and pass each payload to ``deliver`` until the event is set, then return; raise on
@@ -37,10 +39,13 @@ class Listener:
         self.undelivered = 0  # payloads whose handling raised (counted, skipped)
         self.last_error: str | None = None
 
-    def start(self) -> None:
+    def listening(self) -> None:
+        """Listen from now on: the first call starts the thread and waits :data:`FIRST_LISTEN_S`, so that a
+        first reading (a one-shot command's only one) has heard every worker beat once."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
+            self._stop.wait(FIRST_LISTEN_S)
 
     def close(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
