@@ -81,7 +81,7 @@ def worker(
         reason is None,
         age,
         reason,
-        queues=tuple(q for q in queues.split(",") if q),
+        queues=tuple(q for q in map(name, queues.split(",")) if q),
         current_jobs=current,
         host=checked(fields.get("hostname"), name, "hostname", "a name"),
         pid=checked(fields.get("pid"), count, "pid", "a process id"),
