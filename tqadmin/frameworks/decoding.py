@@ -33,7 +33,7 @@ MAX_INFLATED_BYTES: Final = 1024 * 1024
 MAX_NAME_CHARS: Final = 200
 MAX_ERROR_CHARS: Final = 2048
 _LATEST_EPOCH_S: Final = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last moment datetime can show
-MAX_COUNT: Final = 2**63 - 1  # what Redis, Prometheus and every JSON reader can hold as an integer
+MAX_COUNT: Final = 2**63 - 1  # a signed 64-bit integer: what Redis and a typed JSON reader hold as one
 
 T = TypeVar("T")
 
