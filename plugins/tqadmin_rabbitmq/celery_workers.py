@@ -21,6 +21,7 @@ from typing import Any
 
 from tqadmin.errors import BrokerError
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
+from tqadmin.frameworks.decoding import as_text, count
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.listening import Deliver, Listener
@@ -46,9 +47,9 @@ class CeleryWorkers:
 
     def read(self, queue_items: Sequence[Mapping[str, Any]]) -> WorkerReading:
         connected = {
-            str(item["name"]).removesuffix(PIDBOX_SUFFIX): int(item.get("consumers") or 0) > 0
+            node.removesuffix(PIDBOX_SUFFIX): bool(count(item.get("consumers")))
             for item in queue_items
-            if str(item.get("name", "")).endswith(PIDBOX_SUFFIX)
+            if (node := as_text(item.get("name"))) and node.endswith(PIDBOX_SUFFIX)
         }
         if self._watch is None or self._listener is None:
             workers = tuple(celery_node(node, consumed=up) for node, up in sorted(connected.items()))

@@ -2,15 +2,18 @@
 
 Depth from the lists and sorted sets themselves; in flight from each framework's own record of started jobs
 (RQ's ``wip`` registry, kombu's ``unacked`` hash); the oldest job's age where the job says when it was
-enqueued (RQ, Sidekiq); consumer groups' pending and lag for a stream.
+enqueued (RQ, Sidekiq); consumer groups' pending and lag for a stream. Whatever a job holds, the figures are
+finite: an oldest job whose time is no time (``-Infinity``, 401 digits, text, a key of another type) gives
+no age (``None``), never an error that would fail the whole listing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
+from tqadmin.frameworks import sidekiq
+from tqadmin.frameworks.decoding import epoch_seconds, name
 from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import QueueStats
 from tqadmin.redis_client import text
@@ -18,7 +21,6 @@ from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign_kinds import CELERY, RQ, SIDEKIQ, STREAM, Foreign
 
 KOMBU_UNACKED_LIMIT = 1000  # above this many unacked Celery messages, they are not attributed to queues
-MILLISECONDS_FROM = 1e11  # a Sidekiq time past this is milliseconds (Sidekiq 8)
 
 
 def stats(conn: Connection, queues: Sequence[Foreign], now_s: float) -> list[QueueStats]:
@@ -52,18 +54,34 @@ def _celery_unacked(conn: Connection, queues: Sequence[Foreign]) -> dict[str, in
         if f.kind == CELERY and f.started:
             prefix = f.started.removesuffix("unacked")
             by_hash.setdefault(f.started, {})[f.keys[0].removeprefix(prefix)] = f.name
-    for unacked, names in by_hash.items():
-        if conn.client.hlen(unacked) > KOMBU_UNACKED_LIMIT:
-            continue
-        for raw in conn.client.hvals(unacked):
-            try:
-                routing_key = load_json(raw)[2]
-            except (ValueError, IndexError, TypeError, KeyError):
-                continue
-            name = names.get(str(routing_key))
-            if name is not None:
-                counted[name] = counted.get(name, 0) + 1
+    hashes = list(by_hash)
+    pipe = conn.client.pipeline(transaction=False)
+    for unacked in hashes:
+        pipe.hlen(unacked)
+    sizes = pipe.execute(raise_on_error=False)  # a key of another type answers an error: not attributed
+    few = [
+        h
+        for h, size in zip(hashes, sizes, strict=True)
+        if isinstance(size, int) and size <= KOMBU_UNACKED_LIMIT
+    ]
+    pipe = conn.client.pipeline(transaction=False)
+    for unacked in few:
+        pipe.hvals(unacked)
+    for unacked, values in zip(few, pipe.execute(raise_on_error=False), strict=True):
+        for raw in values if isinstance(values, list) else ():
+            shown = by_hash[unacked].get(_routing_key(raw) or "")
+            if shown is not None:
+                counted[shown] = counted.get(shown, 0) + 1
     return counted
+
+
+def _routing_key(raw: bytes) -> str | None:
+    """The routing key of one of kombu's unacked entries, ``[payload, exchange, routing key]``."""
+    try:
+        entry = load_json(raw)
+    except ValueError:
+        return None
+    return name(entry[2]) if isinstance(entry, list) and len(entry) == 3 else None
 
 
 def _ages(conn: Connection, queues: Sequence[Foreign], now_s: float) -> dict[str, float]:
@@ -75,22 +93,24 @@ def _ages(conn: Connection, queues: Sequence[Foreign], now_s: float) -> dict[str
     pipe = conn.client.pipeline(transaction=False)
     for f in lists:
         pipe.lindex(f.keys[0], -1 if f.newest_left else 0)
-    heads = pipe.execute()
-    rq_heads = [(f, text(h)) for f, h in zip(lists, heads, strict=True) if h is not None and f.kind == RQ]
-    for f, head in zip(lists, heads, strict=True):
-        if head is not None and f.kind == SIDEKIQ:
-            at = _sidekiq_time(head)
-            if at is not None:
-                ages[f.name] = max(0.0, round(now_s - at, 3))
+    heads = [(f, h) for f, h in zip(lists, pipe.execute(raise_on_error=False), strict=True) if _found(h)]
+    rq_heads = [(f, text(h)) for f, h in heads if f.kind == RQ]
+    stamps = [(f, sidekiq_enqueued_at(h)) for f, h in heads if f.kind == SIDEKIQ]
     if rq_heads:
         pipe = conn.client.pipeline(transaction=False)
         for _, job_id in rq_heads:
             pipe.hget(f"rq:job:{job_id}", "enqueued_at")
-        for (f, _), stamp in zip(rq_heads, pipe.execute(), strict=True):
-            at = _iso_time(stamp)
-            if at is not None:
-                ages[f.name] = max(0.0, round(now_s - at, 3))
+        replies = pipe.execute(raise_on_error=False)
+        stamps += [(f, epoch_seconds(stamp)) for (f, _), stamp in zip(rq_heads, replies, strict=True)]
+    for f, at in stamps:
+        if at is not None:
+            ages[f.name] = max(0.0, round(now_s - at, 3))
     return ages
+
+
+def _found(reply: Any) -> bool:
+    """A pipeline reply that holds something: not empty, not an error (a key of another type)."""
+    return reply is not None and not isinstance(reply, Exception)
 
 
 def _count_width(f: Foreign) -> int:
@@ -163,20 +183,11 @@ def _to_stats(
     )
 
 
-def _sidekiq_time(raw: bytes) -> float | None:
+def sidekiq_enqueued_at(raw: bytes) -> float | None:
+    """When the Sidekiq job ``raw`` was enqueued, in epoch seconds; ``None`` for a job that says no time
+    Sidekiq could have written (not a JSON object, ``-Infinity``, 401 digits, text, before 1970)."""
     try:
-        value = load_json(raw).get("enqueued_at")
-    except (ValueError, AttributeError):
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    return value / 1000 if value > MILLISECONDS_FROM else float(value)
-
-
-def _iso_time(raw: bytes | None) -> float | None:
-    if not raw:
-        return None
-    try:
-        return datetime.fromisoformat(text(raw).replace("Z", "+00:00")).timestamp()
+        job = load_json(raw)
     except ValueError:
         return None
+    return sidekiq.moment(job.get("enqueued_at")) if isinstance(job, dict) else None

@@ -4,21 +4,23 @@ Reads only: SMEMBERS, HGETALL, PTTL, ZRANGE, HMGET, and a SCAN for Dramatiq's na
 :data:`~tqadmin_redis.foreign.DISCOVERY_TTL_S`, as the foreign queues are). None of the frameworks' own
 registry APIs is called: RQ's and Sidekiq's clean up as they read (RQ removes stale members, Sidekiq SREMs
 the processes whose hash is gone, behind a ``SET NX`` of its own). A registry that answers with an error
-(a key of another type) is named in the reading and the other frameworks still listed.
+(its key of another type) is named in the reading and the other frameworks still listed; one worker whose
+keys cannot be read (a key of another type, a field its framework would not write) is skipped and named
+(``sidekiq process web-1:12:ab: info.queues is not a list``) and the other workers still listed.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
 from tqadmin.plugin.listening import Deliver, Listener
-from tqadmin.plugin.workers import ForeignWorker, WorkerReading
+from tqadmin.plugin.workers import ForeignWorker, Skipped, WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign import DISCOVERY_TTL_S, KOMBU_SEP, SCAN_COUNT
@@ -26,6 +28,7 @@ from tqadmin_redis.foreign import DISCOVERY_TTL_S, KOMBU_SEP, SCAN_COUNT
 RQ_WORKERS = "rq:workers"
 CELERY_PIDBOX = "_kombu.binding.celery.pidbox"
 PIDBOX_SUFFIX = ".celery.pidbox"
+RQ_JOB_FIELDS = ("description", "origin", "started_at")
 
 
 class ForeignWorkers:
@@ -54,7 +57,8 @@ class ForeignWorkers:
 
         workers: list[ForeignWorker] = []
         unreadable: list[str] = []
-        readers: Sequence[tuple[str, Callable[[float], list[ForeignWorker]]]] = (
+        skipped = Skipped()
+        readers: Sequence[tuple[str, Callable[[float, Skipped], list[ForeignWorker]]]] = (
             (RQ, self._rq),
             (SIDEKIQ, self._sidekiq),
             (DRAMATIQ, self._dramatiq),
@@ -63,9 +67,10 @@ class ForeignWorkers:
         with self._conn.translated():
             for framework, reader in readers:
                 try:
-                    workers += reader(self._wall())
+                    workers += reader(self._wall(), skipped)
                 except redis.ResponseError as exc:
                     unreadable.append(f"{framework} workers: {exc}")
+        unreadable += skipped.lines()
         watch = self._watch
         if watch is None:
             return WorkerReading(tuple(workers), tuple(unreadable))
@@ -77,7 +82,7 @@ class ForeignWorkers:
         if self._listener is not None:
             self._listener.close()
 
-    def _celery(self, now_s: float) -> list[ForeignWorker]:
+    def _celery(self, now_s: float, _skipped: Skipped) -> list[ForeignWorker]:
         """Celery's workers by their control queues' bindings, and with task events on, from the events."""
         members = (text(m).split(KOMBU_SEP)[-1] for m in self._conn.client.smembers(CELERY_PIDBOX))
         nodes = sorted(m.removesuffix(PIDBOX_SUFFIX) for m in members if m.endswith(PIDBOX_SUFFIX))
@@ -100,7 +105,7 @@ class ForeignWorkers:
         finally:
             pubsub.close()
 
-    def _rq(self, now_s: float) -> list[ForeignWorker]:
+    def _rq(self, now_s: float, skipped: Skipped) -> list[ForeignWorker]:
         client = self._conn.client
         keys = sorted(text(k) for k in client.smembers(RQ_WORKERS))
         pipe = client.pipeline(transaction=False)
@@ -108,43 +113,43 @@ class ForeignWorkers:
             pipe.hgetall(key)
             pipe.pttl(key)
             pipe.smembers(rq_workers.executions_key(key))
-        replies = pipe.execute()
-        hashes = [_text_keys(replies[i]) for i in range(0, len(replies), 3)]
-        ttls = [_seconds(replies[i]) for i in range(1, len(replies), 3)]
+        replies = pipe.execute(raise_on_error=False)
+        entries = [replies[i : i + 3] for i in range(0, len(replies), 3)]
         job_ids = [
-            rq_workers.current_job_ids(fields, replies[i])
-            for fields, i in zip(hashes, range(2, len(replies), 3), strict=True)
+            () if _failed(fields, executions) else rq_workers.current_job_ids(_text_keys(fields), executions)
+            for fields, _ttl, executions in entries
         ]
         pipe = client.pipeline(transaction=False)
         for ids in job_ids:
             for job_id in ids:
-                pipe.hmget(rq_workers.job_key(job_id), "description", "origin", "started_at")
-        jobs = iter(pipe.execute())
-        found = []
-        for key, fields, ttl, ids in zip(keys, hashes, ttls, job_ids, strict=True):
-            current = {
-                job_id: dict(zip(("description", "origin", "started_at"), next(jobs), strict=True))
-                for job_id in ids
-            }
-            found.append(rq_workers.worker(key, fields, ttl, current, now_s))
-        return found
+                pipe.hmget(rq_workers.job_key(job_id), *RQ_JOB_FIELDS)
+        answers = iter(pipe.execute(raise_on_error=False))
+        job_replies = [{job_id: next(answers) for job_id in ids} for ids in job_ids]
+        found = (
+            skipped.decoded(
+                "rq worker", key.removeprefix(rq_workers.WORKER_PREFIX), _rq_worker, key, entry, jobs, now_s
+            )
+            for key, entry, jobs in zip(keys, entries, job_replies, strict=True)
+        )
+        return [w for w in found if w is not None]
 
-    def _sidekiq(self, now_s: float) -> list[ForeignWorker]:
+    def _sidekiq(self, now_s: float, skipped: Skipped) -> list[ForeignWorker]:
         client = self._conn.client
         identities = sorted(text(i) for i in client.smembers(sidekiq_workers.PROCESSES))
         pipe = client.pipeline(transaction=False)
         for identity in identities:
             pipe.hgetall(identity)
             pipe.hgetall(sidekiq_workers.work_key(identity))
-        replies = pipe.execute()
-        return [
-            sidekiq_workers.process(identity, _text_keys(replies[2 * i]), replies[2 * i + 1], now_s)
-            for i, identity in enumerate(identities)
-        ]
+        replies = pipe.execute(raise_on_error=False)
+        found = (
+            skipped.decoded("sidekiq process", identity, _sidekiq_process, identity, fields, work, now_s)
+            for identity, fields, work in zip(identities, replies[::2], replies[1::2], strict=True)
+        )
+        return [w for w in found if w is not None]
 
-    def _dramatiq(self, now_s: float) -> list[ForeignWorker]:
+    def _dramatiq(self, now_s: float, skipped: Skipped) -> list[ForeignWorker]:
         client = self._conn.client
-        found = []
+        found: list[ForeignWorker | None] = []
         for namespace, queues in self._dramatiq_layout().items():
             beats = client.zrange(dramatiq_workers.heartbeats_key(namespace), 0, -1, withscores=True)
             ids = [text(member) for member, _score in beats]
@@ -153,24 +158,32 @@ class ForeignWorkers:
                 prefix = dramatiq_workers.acks_prefix(namespace, worker_id)
                 for queue in queues:
                     pipe.smembers(prefix + queue)
-            held_ids = iter(pipe.execute())
-            held = [
-                {queue: sorted(text(m) for m in next(held_ids)) for queue in queues} for _worker_id in ids
-            ]
+            held_ids = iter(pipe.execute(raise_on_error=False))
+            held = [{queue: next(held_ids) for queue in queues} for _worker_id in ids]
             pipe = client.pipeline(transaction=False)
             for by_queue in held:
                 for queue, message_ids in by_queue.items():
-                    if message_ids:
-                        pipe.hmget(dramatiq_workers.messages_key(namespace, queue), message_ids)
-            bodies = iter(pipe.execute())
-            for worker_id, (_member, score), by_queue in zip(ids, beats, held, strict=True):
-                messages = {
-                    queue: dict(zip(message_ids, next(bodies), strict=True))
-                    for queue, message_ids in by_queue.items()
-                    if message_ids
-                }
-                found.append(dramatiq_workers.worker(namespace, worker_id, score, messages, now_s))
-        return found
+                    if _holds(message_ids):
+                        pipe.hmget(dramatiq_workers.messages_key(namespace, queue), sorted(message_ids))
+            bodies = iter(pipe.execute(raise_on_error=False))
+            held_bodies = [
+                {q: (ids, next(bodies) if _holds(ids) else None) for q, ids in by_queue.items()}
+                for by_queue in held
+            ]
+            found += [
+                skipped.decoded(
+                    "dramatiq worker",
+                    worker_id if namespace == "dramatiq" else f"{namespace}:{worker_id}",
+                    _dramatiq_worker,
+                    namespace,
+                    worker_id,
+                    score,
+                    by_queue,
+                    now_s,
+                )
+                for worker_id, (_member, score), by_queue in zip(ids, beats, held_bodies, strict=True)
+            ]
+        return [w for w in found if w is not None]
 
     def _dramatiq_layout(self) -> dict[str, tuple[str, ...]]:
         """Each Dramatiq namespace on this Redis (found by its heartbeat set) with the queues it keeps
@@ -205,6 +218,46 @@ class ForeignWorkers:
 
 def _text_keys(fields: dict[Any, Any] | None) -> dict[str, Any] | None:
     return {text(k): v for k, v in fields.items()} if fields else None
+
+
+def _rq_worker(key: str, entry: Sequence[Any], jobs: Mapping[str, Any], now_s: float) -> ForeignWorker:
+    """One RQ worker from its replies: its hash, PTTL and executions, and its current jobs' fields."""
+    fields, ttl, _executions = map(_answer, entry)
+    current = {
+        job_id: dict(zip(RQ_JOB_FIELDS, _answer(reply), strict=True)) for job_id, reply in jobs.items()
+    }
+    return rq_workers.worker(key, _text_keys(fields), _seconds(ttl), current, now_s)
+
+
+def _sidekiq_process(identity: str, fields: Any, work: Any, now_s: float) -> ForeignWorker:
+    return sidekiq_workers.process(identity, _text_keys(_answer(fields)), _answer(work), now_s)
+
+
+def _dramatiq_worker(
+    namespace: str, worker_id: str, score: float, held: Mapping[str, tuple[Any, Any]], now_s: float
+) -> ForeignWorker:
+    """One Dramatiq worker from its beat and, per queue, the ids it holds and their bodies."""
+    messages = {
+        queue: dict(zip(map(text, sorted(_answer(ids))), _answer(bodies), strict=True))
+        for queue, (ids, bodies) in held.items()
+        if _answer(ids)
+    }
+    return dramatiq_workers.worker(namespace, worker_id, score, messages, now_s)
+
+
+def _holds(message_ids: Any) -> bool:
+    return bool(message_ids) and not isinstance(message_ids, Exception)
+
+
+def _answer(reply: Any) -> Any:
+    """A pipeline's reply, raised when it is an error (a key of another type): one entry skipped."""
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
+
+
+def _failed(*replies: Any) -> bool:
+    return any(isinstance(reply, Exception) for reply in replies)
 
 
 def _seconds(pttl: Any) -> float | None:

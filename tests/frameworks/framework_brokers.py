@@ -1,7 +1,9 @@
-"""Helpers for the tests that publish through the real Celery and Dramatiq into the local RabbitMQ."""
+"""Helpers for the tests that publish through the real Celery and Dramatiq into the local RabbitMQ, and that
+write other frameworks' registries into Redis as those frameworks do."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pika
+import redis
 from celery_tasks import AMQP_URL, make_app
 
 from tests.conftest import AmqpQueues
@@ -20,6 +23,8 @@ from tests.conftest import AmqpQueues
 HERE = Path(__file__).parent
 SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues", b"processes")  # RQ's and Sidekiq's shared sets
 SHARED_SORTED_SETS = (b"dead", b"retry", b"schedule")  # Sidekiq's, shared by every queue
+API = "http://127.0.0.1:15672/api"  # RabbitMQ's management API
+AUTH = ("guest", "guest")
 
 
 def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
@@ -127,3 +132,21 @@ def assert_refused(result: tuple[int, Any, str], *instead: str) -> None:
     assert (code, document, len(lines)) == (6, None, 1), err
     assert " refused: " in lines[0] and lines[0].endswith("; nothing was written"), err
     assert all(text in lines[0] for text in instead), err
+
+
+def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, busy_jid: str | None) -> None:
+    """A process as Sidekiq's launcher writes it each beat: its hash, its ``:work`` hash, its member."""
+    now = time.time()
+    started = int(now * 1000) - 60_000 if milliseconds else now - 60
+    info = {"hostname": "web-1", "started_at": started, "pid": 4242, "tag": "app", "concurrency": 5,
+            "queues": ["default", "mailers"], "labels": [], "identity": identity,
+            "version": "8.0.1" if milliseconds else "7.3.2"}  # fmt: skip
+    beat = {"beat": now - 2, "quiet": "false", "rss": 123456, "rtt_us": 150}
+    client.hset(identity, mapping={"info": json.dumps(info), "busy": 1 if busy_jid else 0, **beat})
+    client.expire(identity, 60)
+    if busy_jid:
+        job = {"class": "HardWorker", "args": [1], "jid": busy_jid, "queue": "default"}
+        run_at = int(now * 1000) - 3000 if milliseconds else int(now) - 3
+        work = {"queue": "default", "payload": json.dumps(job), "run_at": run_at}
+        client.hset(f"{identity}:work", "tid-1", json.dumps(work))
+    client.sadd("processes", identity)

@@ -5,7 +5,6 @@ read them."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 import redis
-from framework_brokers import HERE, redis_state, wait_for
+from framework_brokers import HERE, redis_state, sidekiq_process, wait_for
 from rq import Queue
 
 from tests.conftest import REDIS_URL
@@ -93,24 +92,6 @@ def an_rq_worker_of_older_releases(client: redis.Redis, name: str, job_id: str) 
     client.expire(key, 480)
     client.sadd("rq:workers", key)
     client.hset(f"rq:job:{job_id}", mapping={"description": "billing.charge('o-1', 10)", "origin": "old"})
-
-
-def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, busy_jid: str | None) -> None:
-    """A process as Sidekiq's launcher writes it each beat: its hash, its ``:work`` hash, its member."""
-    now = time.time()
-    started = int(now * 1000) - 60_000 if milliseconds else now - 60
-    info = {"hostname": "web-1", "started_at": started, "pid": 4242, "tag": "app", "concurrency": 5,
-            "queues": ["default", "mailers"], "labels": [], "identity": identity,
-            "version": "8.0.1" if milliseconds else "7.3.2"}  # fmt: skip
-    beat = {"beat": now - 2, "quiet": "false", "rss": 123456, "rtt_us": 150}
-    client.hset(identity, mapping={"info": json.dumps(info), "busy": 1 if busy_jid else 0, **beat})
-    client.expire(identity, 60)
-    if busy_jid:
-        job = {"class": "HardWorker", "args": [1], "jid": busy_jid, "queue": "default"}
-        run_at = int(now * 1000) - 3000 if milliseconds else int(now) - 3
-        work = {"queue": "default", "payload": json.dumps(job), "run_at": run_at}
-        client.hset(f"{identity}:work", "tid-1", json.dumps(work))
-    client.sadd("processes", identity)
 
 
 def test_sidekiq_7_and_8_processes_and_an_older_rq_worker_are_read_without_writing_a_byte(

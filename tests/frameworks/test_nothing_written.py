@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import redis
+from framework_brokers import API, AUTH
 from rq import Queue, SimpleWorker
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tqadmin_redis.admin import RedisAdmin
@@ -21,8 +21,6 @@ from tests.conftest import REDIS_URL
 from tqadmin.plugin.base import BrokerConfig
 
 POLLS = 720  # an hour of a dashboard's or an exporter's polls at 5 s
-API = "http://127.0.0.1:15672/api"
-AUTH = ("guest", "guest")
 OWN_DB = 8  # no other test uses it
 
 
@@ -64,16 +62,6 @@ def test_an_hour_of_polling_every_framework_on_redis_leaves_every_key_as_it_was(
     assert {w.framework for w in reading.workers} == {"rq", "sidekiq", "dramatiq", "celery"}
     assert reading.unreadable == ()
     assert every_key(own_db) == before
-
-
-@pytest.fixture
-def own_vhost() -> Iterator[str]:
-    vhost = f"tqt-{uuid.uuid4().hex[:10]}"
-    httpx.put(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10).raise_for_status()
-    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
-    httpx.put(f"{API}/permissions/{vhost}/guest", json=permissions, auth=AUTH, timeout=10).raise_for_status()
-    yield vhost
-    httpx.delete(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10)
 
 
 def topology(vhost: str) -> tuple[list[Any], list[Any], list[Any]]:

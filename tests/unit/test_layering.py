@@ -55,12 +55,14 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.logs",
             "tqadmin.sqlite_file",
             # Small files every upper floor shares: the Redis plumbing (client, scripts, errors) of the store
-            # and the Redis plugin, private files and folders, the URL prefix rule, plain text tables.
+            # and the Redis plugin, private files and folders, the URL prefix rule, plain text tables, the
+            # finite-number check.
             "tqadmin.redis_client",
             "tqadmin.private",
             "tqadmin.private_file",
             "tqadmin.prefixes",
             "tqadmin.tables",
+            "tqadmin.finite",
         ),
     ),
     (
@@ -272,7 +274,13 @@ def test_only_the_tui_imports_textual_and_pure_layers_import_no_driver(module: s
 FRAMEWORKS = [name for name in MODULES if name.startswith("tqadmin.frameworks")]
 # Reading other frameworks' messages sits just above the contract, below the admin actions that use it.
 # The telemetry beside the contract: other frameworks' latencies go into tqadmin's own mergeable histograms.
-FRAMEWORKS_MAY_IMPORT = ("tqadmin.frameworks", "tqadmin.plugin", "tqadmin.telemetry", "tqadmin.errors")
+FRAMEWORKS_MAY_IMPORT = (
+    "tqadmin.frameworks",
+    "tqadmin.plugin",
+    "tqadmin.telemetry",
+    "tqadmin.errors",
+    "tqadmin.finite",
+)
 DESERIALISERS = ["pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 
 

@@ -12,6 +12,7 @@ from tqadmin.admin.records import record_action
 from tqadmin.admin.reports import describe_report
 from tqadmin.config import Settings
 from tqadmin.errors import ExitCode, NoDatabase
+from tqadmin.finite import finite_json
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
@@ -33,9 +34,10 @@ class CommandContext:
         return self.plugin().admin(self.broker_config())
 
     def emit(self, document: dict[str, Any], human: Callable[[], str]) -> None:
-        """Print ``document`` as JSON with ``--json``, otherwise the human rendering."""
+        """Print ``document`` as JSON with ``--json``, otherwise the human rendering. The JSON is always
+        valid: a number that is not finite (read from another framework's registry) is ``null``."""
         if self.json_output:
-            print(json.dumps(document, default=str))
+            print(json.dumps(finite_json(document), default=str, allow_nan=False))
         else:
             text = human()
             if text:

@@ -10,6 +10,7 @@ import argparse
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
+from tqadmin.finite import finite
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueListing
 from tqadmin.tables import printable, table
@@ -104,11 +105,13 @@ COLUMN_OF = {
 
 def _rate(value: float | None) -> float | None:
     """Messages per second to one decimal, kept a number so the table right-aligns it."""
+    value = finite(value)
     return None if value is None else round(value, 1)
 
 
 def age(seconds: float | None) -> str | None:
     """``42s``, ``3m07s``, ``5h02m``, ``2d03h``: two units are enough to judge how stale a queue is."""
+    seconds = finite(seconds)
     if seconds is None:
         return None
     whole = int(seconds)

@@ -4,7 +4,7 @@ Labels are ``profile``, ``queue``, ``task_type``, ``reason``, ``framework`` and 
 host or pod. Past ``max_queues`` queues (over every profile, in profile then name order, so the same queues
 keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; task types are
 capped the same way. A figure the broker does not give (SQS's oldest-message age, a consumer count) is absent,
-never 0.
+never 0, and so is one that is not finite (Prometheus would serve it as ``+Inf``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.exporter.polling import Reading
+from tqadmin.finite import finite
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.counters import TaskStats, summed
@@ -128,10 +129,10 @@ def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
         for reading in readings:
             shown = folded[reading.profile]
             for queue in shown.queues:
-                value = figure(queue)
+                value = finite(figure(queue))
                 if value is not None:
                     family.add_metric([reading.profile, queue.name], value)
-            present = [v for v in map(figure, shown.other_queues) if v is not None]
+            present = [v for q in shown.other_queues if (v := finite(figure(q))) is not None]
             if present:
                 family.add_metric([reading.profile, names.OTHER_QUEUES], combine(present))
         result.append(family)

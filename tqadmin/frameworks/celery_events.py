@@ -15,28 +15,39 @@ into :class:`CeleryEvents`:
 
 Memory is bounded whatever the event rate: at most :data:`MAX_TASKS` tasks between their first event and
 their last (the oldest forgotten first, counted in ``forgotten``) and :data:`MAX_WORKERS` workers (pods
-come and go: the longest silent go first). A body that is not an event is counted and skipped.
+come and go: the longest silent go first). A body that is not an event, and an event with a field Celery
+would not write (a ``timestamp`` that is no time, a ``freq`` that is no interval, a ``pid`` of 401 digits),
+is counted in ``skipped`` and changes nothing.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqadmin.finite import finite
 from tqadmin.frameworks.celery import envelope_body
-from tqadmin.frameworks.decoding import NOT_JSON, as_text, count, name, parse_json
+from tqadmin.frameworks.decoding import (
+    NOT_JSON,
+    as_text,
+    checked,
+    count,
+    epoch_seconds,
+    name,
+    parse_json,
+)
 from tqadmin.frameworks.summary import CELERY
-from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
 from tqadmin.telemetry.counters import TaskStats, Telemetry
 
 MAX_TASKS = 10_000
 MAX_WORKERS = 1_000
 DEFAULT_FREQ_S = 2.0
 EXPIRE_WINDOW = 2.0  # Celery's HEARTBEAT_EXPIRE_WINDOW, 200 %
+MAX_FREQ_S = 86_400.0  # a heartbeat interval past a day is no interval: it would keep a worker alive for ever
 ANY_QUEUE = ""  # Celery's events name no queue on the worker side: one key per task name
 
 
@@ -91,10 +102,15 @@ class CeleryEvents:
     _telemetry: Telemetry = field(default_factory=Telemetry)
 
     def apply(self, event: Mapping[str, Any]) -> None:
-        kind, timestamp = as_text(event.get("type")) or "", _number(event.get("timestamp"))
+        kind, timestamp = as_text(event.get("type")) or "", epoch_seconds(finite(event.get("timestamp")))
         hostname = name(event.get("hostname"))
         uuid = name(event.get("uuid"))
         if timestamp is None or hostname is None or (kind.startswith("task-") and uuid is None):
+            self.skipped += 1
+            return
+        try:
+            _check_fields(event)
+        except MalformedEntry:
             self.skipped += 1
             return
         self.events += 1
@@ -217,11 +233,30 @@ def celery_node(node: str, *, consumed: bool | None = None) -> ForeignWorker:
     return ForeignWorker(CELERY, node, consumed, None, None, host=host)
 
 
+def _check_fields(event: Mapping[str, Any]) -> None:
+    """:class:`MalformedEntry` for an optional field that is there but not what Celery writes: read before
+    the event changes anything, so that a hostile one changes nothing."""
+    checked(event.get("freq"), _interval, "freq", "an interval")
+    checked(event.get("runtime"), _duration, "runtime", "a duration")
+    for key in ("pid", "active"):
+        checked(event.get(key), count, key, "a count")
+    for key in ("name", "routing_key", "queue"):
+        checked(event.get(key), name, key, "a name")
+
+
+def _interval(value: Any) -> float | None:
+    seconds = _number(value)
+    return seconds if seconds is not None and 0 < seconds <= MAX_FREQ_S else None
+
+
+def _duration(value: Any) -> float | None:
+    seconds = _number(value)
+    return seconds if seconds is not None and seconds >= 0 else None
+
+
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    number = finite(value)
+    return None if number is None else float(number)
 
 
 class CeleryWatch:

@@ -2,7 +2,13 @@
 
 Messages come from other programs and may be hostile: bodies of many megabytes, JSON nested past the
 interpreter's recursion limit, NaN where a number belongs, bytes that are not UTF-8, zlib bombs. Nothing here
-raises for any of them, and nothing ever unpickles.
+raises for any of them, and nothing ever unpickles. Every number read is finite and in range (an integer of
+401 digits is no count and no time).
+
+Registries (a worker's hash, a process's JSON) are read stricter than messages: a message that cannot be
+read is still shown, as ``unknown``, while a registry entry with a field that is there but not what its
+framework writes is :class:`~tqadmin.plugin.workers.MalformedEntry`, raised by :func:`checked` and
+:func:`json_object` naming the field, so that the reader skips that entry, names it, and lists the others.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ import datetime
 import json
 import math
 import zlib
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+from tqadmin.finite import finite
+from tqadmin.plugin.workers import MalformedEntry
 
 # A body past this size is not parsed: recognised from its headers alone, or not at all. RabbitMQ refuses
 # messages over 16 MiB by default, so a real task message is well below.
@@ -24,6 +33,9 @@ MAX_INFLATED_BYTES: Final = 1024 * 1024
 MAX_NAME_CHARS: Final = 200
 MAX_ERROR_CHARS: Final = 2048
 _LATEST_EPOCH_S: Final = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last moment datetime can show
+MAX_COUNT: Final = 2**63 - 1  # a signed 64-bit integer: what Redis and a typed JSON reader hold as one
+
+T = TypeVar("T")
 
 
 class _NotJson:
@@ -82,7 +94,7 @@ def count(value: Any) -> int | None:
     if isinstance(value, str | bytes):
         text = as_text(value) or ""
         value = int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
-    return value if isinstance(value, int) and value >= 0 else None
+    return value if isinstance(value, int) and 0 <= value <= MAX_COUNT else None
 
 
 def epoch_seconds(value: Any, *, milliseconds: bool = False) -> float | None:
@@ -91,11 +103,11 @@ def epoch_seconds(value: Any, *, milliseconds: bool = False) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        try:
-            seconds = value / 1000 if milliseconds else float(value)
-        except OverflowError:  # an integer too large for a float
+        number = finite(value)
+        if number is None:
             return None
-        return seconds if math.isfinite(seconds) and 0 <= seconds <= _LATEST_EPOCH_S else None
+        seconds = number / 1000 if milliseconds else float(number)
+        return seconds if 0 <= seconds <= _LATEST_EPOCH_S else None
     text = as_text(value)
     if not text or len(text) > 64:
         return None
@@ -107,6 +119,31 @@ def epoch_seconds(value: Any, *, milliseconds: bool = False) -> float | None:
         moment = moment.replace(tzinfo=datetime.UTC)
     seconds = moment.timestamp()
     return seconds if 0 <= seconds <= _LATEST_EPOCH_S else None
+
+
+def checked(value: Any, read: Callable[[Any], T | None], field: str, expected: str) -> T | None:
+    """A registry field read by ``read`` (:func:`name`, :func:`count`, :func:`epoch_seconds`...): ``None``
+    when it is absent or empty, :class:`MalformedEntry` ("``field`` is not ``expected``") when it is there
+    and ``read`` finds nothing in it."""
+    if value is None or value in ("", b""):
+        return None
+    found = read(value)
+    if found is None:
+        raise MalformedEntry(f"{field} is not {expected}")
+    return found
+
+
+def json_object(value: Any, field: str) -> dict[str, Any]:
+    """A registry field that holds a JSON object (as text, or already parsed): ``{}`` when it is absent,
+    :class:`MalformedEntry` when it is anything but an object."""
+    if value is None:
+        return {}
+    parsed = (
+        value if isinstance(value, dict) else parse_json(value) if isinstance(value, bytes | str) else None
+    )
+    if not isinstance(parsed, dict):
+        raise MalformedEntry(f"{field} is not a JSON object")
+    return parsed
 
 
 def text_keys(mapping: Mapping[Any, Any]) -> dict[str, Any]:

@@ -5,6 +5,9 @@ milliseconds, at every fetch; it holds the ids of the messages it fetched and ha
 ``<namespace>:__acks__.<worker id>.<queue>`` sets, the messages themselves in ``<namespace>:<queue>.msgs``.
 Those held messages are what it runs or has prefetched: Dramatiq does not tell the two apart. Past the
 broker's ``heartbeat_timeout`` (60 s by default) without a beat the others requeue its messages: dead.
+A beat that is no time, or a held message that is a JSON object with fields Dramatiq would not write, makes
+the worker :class:`~tqadmin.plugin.workers.MalformedEntry`, naming what; a body that is not JSON at all
+is another encoder's (Dramatiq's ``PickleEncoder``) and is shown by its id alone.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tqadmin.frameworks.decoding import NOT_JSON, epoch_seconds, name, parse_json
+from tqadmin.frameworks.decoding import checked, epoch_seconds, name, parse_json
 from tqadmin.frameworks.summary import DRAMATIQ
-from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
 
 HEARTBEATS = "__heartbeats__"
 HEARTBEAT_TIMEOUT_S = 60.0  # RedisBroker's default heartbeat_timeout
@@ -43,8 +46,10 @@ def worker(
     """The worker ``worker_id`` of ``namespace`` that last beat at ``beat_ms``; ``held`` maps each queue it
     holds messages of to their bodies by message id (``None`` for a body already gone)."""
     beat = epoch_seconds(beat_ms, milliseconds=True)
-    age = max(0.0, now_s - beat) if beat is not None else None
-    late = age is None or age > HEARTBEAT_TIMEOUT_S
+    if beat is None:
+        raise MalformedEntry("its heartbeat score is not a time")
+    age = max(0.0, now_s - beat)
+    late = age > HEARTBEAT_TIMEOUT_S
     jobs = [
         _job(held_id, queue, body)
         for queue, bodies in sorted(held.items())
@@ -65,6 +70,12 @@ def worker(
 def _job(held_id: str, queue: str, body: Any) -> CurrentJob:
     """The held message as its job: the message's own ``message_id`` (the Redis broker holds it under a
     ``redis_message_id`` of its own)."""
-    message = parse_json(body) if isinstance(body, bytes | str) else NOT_JSON
-    message = message if isinstance(message, dict) else {}
-    return CurrentJob(name(message.get("message_id")) or held_id, name(message.get("actor_name")), queue)
+    message = parse_json(body) if isinstance(body, bytes | str) else None
+    if not isinstance(message, dict):
+        return CurrentJob(held_id, None, queue)
+    where = f"message {held_id} of {queue}"
+    return CurrentJob(
+        checked(message.get("message_id"), name, f"{where}: message_id", "an id") or held_id,
+        checked(message.get("actor_name"), name, f"{where}: actor_name", "a name"),
+        queue,
+    )

@@ -6,7 +6,9 @@ at each heartbeat, and a busy worker ``job_monitoring_interval + 60``. So a hash
 left has missed its own time-to-live, whatever TTL that worker was started with: it is dead, as is a
 member whose hash is gone (RQ leaves those in the set). The current job is the ``current_job`` field in
 releases before mid-2026 and the ``<key>:executions`` set of ``job_id:execution_id`` after; a job's task
-name comes from its ``description`` (``module.func(args)``), never from the pickled ``data``.
+name comes from its ``description`` (``module.func(args)``), never from the pickled ``data``. A field that
+is there but not what RQ writes (a ``last_heartbeat`` that is no time, a ``pid`` that is no process id) makes
+the worker :class:`~tqadmin.plugin.workers.MalformedEntry`, naming the field.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tqadmin.frameworks.decoding import as_text, count, epoch_seconds, name
+from tqadmin.frameworks.decoding import as_text, checked, count, epoch_seconds, name
 from tqadmin.frameworks.rq import called_function
 from tqadmin.frameworks.summary import RQ
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker
@@ -34,7 +36,9 @@ def job_key(job_id: str) -> str:
 def current_job_ids(fields: Mapping[str, Any] | None, executions: Sequence[Any]) -> tuple[str, ...]:
     """The ids of the jobs the worker runs now: its executions (``job_id:execution_id``), or the older
     ``current_job`` field."""
-    ids = [text.rsplit(":", 1)[0] for text in filter(None, map(as_text, executions))]
+    ids = [
+        job_id for text in filter(None, map(as_text, executions)) if (job_id := name(text.rsplit(":", 1)[0]))
+    ]
     legacy = name((fields or {}).get("current_job"))
     if not ids and legacy:
         ids.append(legacy)
@@ -53,7 +57,8 @@ def worker(
     shown = key.removeprefix(WORKER_PREFIX)
     if not fields:
         return ForeignWorker(RQ, shown, False, None, "hash expired; a stale member of rq:workers")
-    beat = epoch_seconds(fields.get("last_heartbeat")) or epoch_seconds(fields.get("birth"))
+    birth = checked(fields.get("birth"), epoch_seconds, "birth", "a time")
+    beat = checked(fields.get("last_heartbeat"), epoch_seconds, "last_heartbeat", "a time") or birth
     age = max(0.0, now_s - beat) if beat is not None else None
     reason = None
     if fields.get("death") is not None:
@@ -64,22 +69,22 @@ def worker(
         CurrentJob(
             job_id,
             called_function(job.get("description")),
-            name(job.get("origin")),
-            epoch_seconds(job.get("started_at")),
+            checked(job.get("origin"), name, f"job {job_id}: origin", "a queue name"),
+            checked(job.get("started_at"), epoch_seconds, f"job {job_id}: started_at", "a time"),
         )
         for job_id, job in sorted(jobs.items())
     )
-    queues = as_text(fields.get("queues")) or ""
+    queues = checked(fields.get("queues"), as_text, "queues", "text") or ""
     return ForeignWorker(
         RQ,
         shown,
         reason is None,
         age,
         reason,
-        queues=tuple(q for q in queues.split(",") if q),
+        queues=tuple(q for q in map(name, queues.split(",")) if q),
         current_jobs=current,
-        host=name(fields.get("hostname")),
-        pid=count(fields.get("pid")),
-        state=name(fields.get("state")),
-        started_at=epoch_seconds(fields.get("birth")),
+        host=checked(fields.get("hostname"), name, "hostname", "a name"),
+        pid=checked(fields.get("pid"), count, "pid", "a process id"),
+        state=checked(fields.get("state"), name, "state", "a name"),
+        started_at=birth,
     )

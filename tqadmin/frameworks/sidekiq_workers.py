@@ -5,7 +5,8 @@ with every beat and gives 60 seconds to live: ``info`` (JSON: hostname, started_
 concurrency...), ``busy``, ``beat``, ``quiet``, ``rss``. ``<identity>:work`` maps each busy thread to
 ``{"queue", "payload", "run_at"}``, the payload being the job's own JSON (a string from Sidekiq 7 on, an
 object before). A member whose hash is gone is dead; Sidekiq's own ``ProcessSet`` would remove it, which a
-reader must not.
+reader must not. A field that is there but not what Sidekiq writes (``info.queues`` of ``5``) makes the
+process :class:`~tqadmin.plugin.workers.MalformedEntry`, naming the field.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tqadmin.frameworks.decoding import NOT_JSON, as_text, count, name, parse_json
+from tqadmin.frameworks.decoding import as_text, checked, count, json_object, name
 from tqadmin.frameworks.sidekiq import moment
 from tqadmin.frameworks.summary import SIDEKIQ
-from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
 
 PROCESSES = "processes"
 HASH_TTL_S = 60.0  # the expiry Sidekiq sets on a process's hash at each beat
@@ -32,50 +33,66 @@ def process(
     """The process ``identity``: ``fields`` its hash (``None`` when gone), ``work`` its ``:work`` hash."""
     if not fields:
         return ForeignWorker(SIDEKIQ, identity, False, None, "hash expired; a stale member of processes")
-    info = _object(fields.get("info"))
-    beat = moment(_number(fields.get("beat")))
+    info = json_object(fields.get("info"), "info")
+    beat = checked(fields.get("beat"), _moment_text, "beat", "a time")
     age = max(0.0, now_s - beat) if beat is not None else None
     late = age is not None and age > HASH_TTL_S
-    quiet = as_text(fields.get("quiet")) == "true"
-    busy = count(fields.get("busy")) or 0
+    quiet = checked(fields.get("quiet"), _flag, "quiet", '"true" or "false"')
+    busy = checked(fields.get("busy"), count, "busy", "a count") or 0
+    jobs = tuple(_job(tid, entry) for tid, entry in sorted(work.items(), key=lambda i: str(i[0])))
     return ForeignWorker(
         SIDEKIQ,
         identity,
         not late,
         age,
         f"heartbeat older than Sidekiq's {HASH_TTL_S:.0f} s" if late else None,
-        queues=tuple(q for q in map(name, info.get("queues") or ()) if q),
-        current_jobs=tuple(_job(tid, entry) for tid, entry in sorted(work.items(), key=lambda i: str(i[0]))),
-        host=name(info.get("hostname")),
-        pid=count(info.get("pid")),
-        state="quiet" if quiet else ("busy" if busy else "idle"),
-        concurrency=count(info.get("concurrency")),
-        started_at=moment(info.get("started_at")),
+        queues=_queues(info.get("queues")),
+        current_jobs=jobs,
+        host=checked(info.get("hostname"), name, "info.hostname", "a name"),
+        pid=checked(info.get("pid"), count, "info.pid", "a process id"),
+        state="quiet" if quiet == "true" else ("busy" if busy else "idle"),
+        concurrency=checked(info.get("concurrency"), count, "info.concurrency", "a count"),
+        started_at=checked(info.get("started_at"), moment, "info.started_at", "a time"),
+    )
+
+
+def _queues(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise MalformedEntry("info.queues is not a list")
+    return tuple(
+        q for i, item in enumerate(value) if (q := checked(item, name, f"info.queues[{i}]", "a name"))
     )
 
 
 def _job(tid: Any, entry: Any) -> CurrentJob:
-    work = _object(entry)
+    thread = name(tid) or "?"
+    where = f"work[{thread}]"
+    work = json_object(entry, where)
     payload = work.get("payload")
-    job = payload if isinstance(payload, dict) else _object(payload)
+    job = json_object(payload, f"{where}.payload")
     return CurrentJob(
-        name(job.get("jid")) or f"thread {as_text(tid)}",
-        name(job.get("wrapped")) or name(job.get("class")),
-        name(work.get("queue")) or name(job.get("queue")),
-        moment(work.get("run_at")),
+        checked(job.get("jid"), name, f"{where}.payload.jid", "a job id") or f"thread {thread}",
+        checked(job.get("wrapped"), name, f"{where}.payload.wrapped", "a class name")
+        or checked(job.get("class"), name, f"{where}.payload.class", "a class name"),
+        checked(work.get("queue"), name, f"{where}.queue", "a queue name")
+        or checked(job.get("queue"), name, f"{where}.payload.queue", "a queue name"),
+        checked(work.get("run_at"), moment, f"{where}.run_at", "a time"),
     )
 
 
-def _object(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return value
-    parsed = parse_json(value) if isinstance(value, bytes | str) else NOT_JSON
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _number(value: Any) -> float | None:
+def _moment_text(value: Any) -> float | None:
+    """``beat``: epoch seconds as text (a Redis hash holds strings)."""
     text = as_text(value)
+    if text is None or len(text) > 32:
+        return None
     try:
-        return float(text) if text else None
+        return moment(float(text))
     except ValueError:
         return None
+
+
+def _flag(value: Any) -> str | None:
+    text = as_text(value)
+    return text if text in ("true", "false") else None

@@ -2,15 +2,29 @@
 
 A plugin that finds them (Redis: RQ, Sidekiq, Dramatiq) reads the registries those frameworks keep and never
 writes a byte, not even the clean-ups the frameworks' own APIs run on a read. One registry that cannot be
-read does not hide the others: it is named in :attr:`WorkerReading.unreadable` and the rest are listed.
+read does not hide the others: it is named in :attr:`WorkerReading.unreadable` and the rest are listed. Nor
+does one entry of a registry hide the rest of it: a worker whose keys hold what its framework would not
+write is skipped and named (:class:`Skipped`), and the others are listed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import ParamSpec, TypeVar
 
+from tqadmin.tables import printable
 from tqadmin.telemetry.counters import TaskStats
+
+T = TypeVar("T")
+P = ParamSpec("P")
+MAX_NAMED_SKIPS = 10  # entries named one by one in a reading; the rest are counted
+MAX_SKIP_CHARS = 300  # one named entry, with why: a hostile name is clipped
+
+
+class MalformedEntry(ValueError):
+    """A registry entry that is not what its framework writes; the message names the field and what it
+    should be (``info.queues is not a list``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +82,39 @@ class WorkerReading:
     unreadable: tuple[str, ...] = ()
     tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)
     wait_from: Mapping[str, str] = field(default_factory=dict)
+
+
+class Skipped:
+    """The entries of the registries read at one poll that could not be read, each named with its source
+    and why (``sidekiq process web-1:12:ab: info.queues is not a list``): the first :data:`MAX_NAMED_SKIPS`,
+    clipped and with control characters escaped, and the rest counted by source, so that a registry of a
+    million bad entries still gives a short reading."""
+
+    def __init__(self) -> None:
+        self._named: list[str] = []
+        self._more: dict[str, int] = {}
+
+    def decoded(
+        self, source: str, entry: str, decode: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T | None:
+        """``decode(*args, **kwargs)``, or ``None`` with ``source entry`` named: an entry its framework
+        would not write (:class:`MalformedEntry`), a key of another type (the reply is an error), or any
+        other exception, since no entry may hide the others."""
+        try:
+            return decode(*args, **kwargs)
+        except MalformedEntry as exc:
+            self.add(source, entry, str(exc))
+        except Exception as exc:  # a reader outlives any entry: this one is named, the others listed
+            self.add(source, entry, f"{type(exc).__name__}: {exc}")
+        return None
+
+    def add(self, source: str, entry: str, why: str) -> None:
+        if len(self._named) < MAX_NAMED_SKIPS:
+            self._named.append(printable(f"{source} {entry}: {why}"[:MAX_SKIP_CHARS]))
+        else:
+            self._more[source] = self._more.get(source, 0) + 1
+
+    def lines(self) -> tuple[str, ...]:
+        """What :attr:`WorkerReading.unreadable` says of them."""
+        counted = (f"{source}: {n} more entries skipped" for source, n in self._more.items())
+        return (*self._named, *counted)
