@@ -36,8 +36,8 @@ class Served:
 
 @pytest.fixture
 def serve(isolated_env: Path) -> Iterator[Callable[[str], Served]]:
-    """Start the exporter on the embedded broker at ``--listen`` (port 0: the one it prints); stopped by
-    SIGTERM at the end, which must still end it with exit 0."""
+    """Start the exporter on the embedded broker at ``--listen`` (port 0: the one it prints); stopped at the
+    end if a test has not."""
     started: list[subprocess.Popen[str]] = []
 
     def start(listen: str) -> Served:
@@ -58,6 +58,12 @@ def serve(isolated_env: Path) -> Iterator[Callable[[str], Served]]:
 
     yield start
     for process in started:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM ends the exporter with exit 0 and no traceback (once: a test may have stopped it already)."""
+    if process.returncode is None:
         process.send_signal(signal.SIGTERM)
         _, said = process.communicate(timeout=DEADLINE_S)
         assert process.returncode == 0, said
@@ -78,6 +84,7 @@ def test_300_idle_connections_leave_the_exporters_threads_as_they_were(
                 idle.sendall(b"GET /metr")
         assert "tqadmin_up" in served.scrape(), "a real scrape is answered while they wait"
         assert served.threads() <= threads + 2, "a thread per idle connection"
+        stop(served.process)  # with all of them still connected
 
 
 def test_an_ipv6_listen_address_serves_scrapes(serve: Callable[[str], Served]) -> None:
