@@ -29,7 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--listen",
         default=DEFAULT_LISTEN,
         metavar="HOST:PORT",
-        help=f"where to serve /metrics (default {DEFAULT_LISTEN}; 0.0.0.0:9808 for every interface)",
+        help=f"where to serve /metrics (default {DEFAULT_LISTEN}; 0.0.0.0:9808 for every interface, "
+        "[::1]:9808 or [::]:9808 on IPv6)",
     )
     parser.add_argument(
         "--profiles",

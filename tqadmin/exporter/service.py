@@ -17,7 +17,7 @@ from prometheus_client.core import Metric
 from tqadmin.exporter.polling import ProfilePoller, Reading
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.telemetry import metric_names as names
-from tqadmin.telemetry.endpoint import MetricsServer
+from tqadmin.telemetry.endpoint import MetricsServer, address
 
 log = logging.getLogger("tqadmin.exporter")
 
@@ -55,7 +55,7 @@ class Exporter:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
+        return f"http://{address(self.host, self.port)}/metrics"
 
     def health(self) -> list[Metric]:
         """Up, poll age and poll figures as of the scrape. No broker is asked: scrapes cost them nothing."""
