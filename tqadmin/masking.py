@@ -5,6 +5,16 @@ URL goes through :func:`mask_url`, and free text from drivers (which like to ech
 goes through :func:`mask_text` before it is printed. A URL whose user part has no password
 (``https://TOKEN@host``) carries a token there, so that part is masked whole. Log records pass through
 :class:`MaskingFormatter` (installed by :mod:`tqadmin.logs`), tracebacks included.
+
+Why every pattern is linear in its input: masking runs on every log line and on every error text, which a
+task or a producer can make as long as it likes, under the logging lock. A pattern that may start at every
+position of a word and scan to its end is quadratic: 900 KB of letters in a ``task_type`` once held two
+worker processes for over ten minutes. So a URL's scheme may start only where a run of scheme characters
+starts (the lookbehind), a URL's password is found by one scan to the end of its word (the last ``@`` is
+looked for once, in :func:`_masked_userinfo`, not by backtracking from every ``://``), and a secret field
+starts only where a word starts. A quoted value left open runs to the end of the text: it is never scanned
+again from a later key, and a value cut short stays masked. What is shown of a long text is cut by
+:func:`clip_masked`, which masks only what it keeps.
 """
 
 from __future__ import annotations
@@ -18,22 +28,39 @@ from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
 
+# Where a URL's scheme may start: where a run of scheme characters starts, its first letter somewhere in it.
+_SCHEME = r"(?<![a-zA-Z0-9+.-])[0-9+.-]*[a-zA-Z][a-zA-Z0-9+.-]*://"
 # scheme://user:password@host  ->  scheme://user:***@host. A password may hold '@', ':', '/', '?' or '#'
 # written raw (people paste generated ones unencoded), so it runs to the last '@' before a blank:
-# over-masking a path that holds an '@' is the price of never showing half a password.
-_USERINFO = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(?P<secret>\S+)(?P<at>@)")
+# over-masking a path that holds an '@' is the price of never showing half a password. The match takes the
+# whole word after ``user:`` and :func:`_masked_userinfo` finds that last '@' (none: nothing to mask).
+_USERINFO = re.compile(rf"(?P<prefix>{_SCHEME}[^:/@\s]*:)(?P<rest>\S*)")
 # ...but host:port/path?email=a@b has no password: a port followed by the path is not one.
 _PORT_THEN_PATH = re.compile(r"\d{1,5}[/?#]")
 # scheme://TOKEN@host (a user part without a password is a token: GitHub's, a cloud API's) -> scheme://***@host
-_TOKEN_USER = re.compile(r"(?P<prefix>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<secret>[^:/?#\s]+)(?P<at>@)")
+_TOKEN_USER = re.compile(rf"(?P<prefix>{_SCHEME})(?P<secret>[^:/?#\s]+)(?P<at>@)")
 # Fields that name a secret, as found in DSNs, query strings, driver messages, JSON and Python reprs:
-# password=x, aws_secret_access_key: x, "token": "x", 'client_secret': 'x' (a quoted value up to its quote).
+# password=x, aws_secret_access_key: x, "token": "x", 'client_secret': 'x' (a quoted value up to its quote,
+# or to the end of the text when it is left open).
 _SECRET_NAME = r"(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|secret[_-]?key)"  # noqa: S105
 _SECRET_PAIR = re.compile(
     rf"(?<![\w-])(?P<key>[\w-]*?{_SECRET_NAME}[\"']?\s*[=:]\s*)"
-    r"(?P<value>\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'|[^\s&,;'\"]+)",
+    r"(?P<value>\"(?:\\.|[^\"\\])*(?:\"|\Z)|'(?:\\.|[^'\\])*(?:'|\Z)|[^\s&,;'\"]+)",
     re.IGNORECASE,
 )
+_SECRET_NAME_PARTS = ("pwd", "passw", "secret", "token", "key")
+"""A part of every secret name, case folded as the pattern's IGNORECASE folds (the long s as ``s``, the
+Kelvin sign as ``k``): a text holding none of them holds no secret field, and most log lines are not
+scanned for one."""
+# The last word of a text, tried from word starts only (one scan of each word).
+_LAST_WORD = re.compile(r"(?<!\S)\S*\Z")
+
+SHOWN_CHARS = 200
+"""How much of a name or a text from a message a log line shows (:func:`shown`)."""
+CLIP_MARGIN = 1024
+"""Characters kept past a clip's limit while masking: a secret that straddles the limit is masked whole
+when it ends within them (one that runs past them is a URL's, masked from its ``://``, or a value masked
+to the end: :func:`clip_masked`)."""
 
 
 def mask_url(url: str) -> str:
@@ -61,26 +88,65 @@ def mask_url(url: str) -> str:
 
 def mask_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Mask URL passwords, ``password=...`` pairs and any of the given literal ``secrets`` in free text."""
-    masked = _USERINFO.sub(_masked_userinfo, text)
-    masked = _TOKEN_USER.sub(lambda m: f"{m['prefix']}{MASK}{m['at']}", masked)
-    masked = _SECRET_PAIR.sub(_masked_pair, masked)
+    masked = text
+    if "://" in masked:
+        masked = _USERINFO.sub(_masked_userinfo, masked)
+        masked = _TOKEN_USER.sub(lambda m: f"{m['prefix']}{MASK}{m['at']}", masked)
+    folded = masked.casefold()
+    if any(part in folded for part in _SECRET_NAME_PARTS):
+        masked = _SECRET_PAIR.sub(_masked_pair, masked)
     for secret in secrets:
         if secret and len(secret) >= 3:
             masked = masked.replace(secret, MASK)
     return masked
 
 
+def clip_masked(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text`` (ending in ``...`` when cut), secrets masked.
+
+    A text is cut before it is masked, at ``limit`` + :data:`CLIP_MARGIN` characters, so showing a few
+    hundred characters of a text of megabytes costs a few hundred characters; then masked, then cut at
+    ``limit``. A secret that straddles the limit is never shown in part: it is masked before the last cut,
+    and a URL still open at the first cut (its password may run past it) is masked from its ``://``."""
+    head = text[: limit + CLIP_MARGIN]
+    cut = len(head) < len(text)
+    if cut and not text[len(head)].isspace():
+        head = _masked_last_url(head)
+    masked = mask_text(head)
+    if not cut and len(masked) <= limit:
+        return masked
+    return masked[: max(limit - 3, 0)] + "..."
+
+
+def shown(text: str) -> str:
+    """``text`` (a job's id, task type or error, anything a message or a task made) as a log line shows it:
+    at most :data:`SHOWN_CHARS` characters, secrets masked."""
+    return clip_masked(text, SHOWN_CHARS)
+
+
+def _masked_last_url(head: str) -> str:
+    """``head`` with what follows the first ``://`` of its last word masked: that word was cut."""
+    word = _LAST_WORD.search(head)
+    start = head.find("://", word.start()) if word is not None else -1
+    return head if start < 0 else f"{head[: start + 3]}{MASK}"
+
+
 def _masked_userinfo(match: re.Match[str]) -> str:
-    if _PORT_THEN_PATH.match(match["secret"]):
+    """The password up to the word's last '@' masked; the match as it was when there is none after the
+    user part, or when what follows ``host:`` is a port and a path."""
+    rest = match["rest"]
+    at = rest.rfind("@")
+    if at < 1 or _PORT_THEN_PATH.match(rest, 0, at):
         return match[0]
-    return f"{match['prefix']}{MASK}{match['at']}"
+    return f"{match['prefix']}{MASK}{rest[at:]}"
 
 
 def _masked_pair(match: re.Match[str]) -> str:
-    """The value masked, its quotes kept: a JSON document stays JSON."""
+    """The value masked, its quotes kept: a JSON document stays JSON (a value left open stays open)."""
     value = match["value"]
     quote = value[0] if value[0] in "\"'" else ""
-    return f"{match['key']}{quote}{MASK}{quote}"
+    closing = quote if len(value) > 1 and value.endswith(quote) else ""
+    return f"{match['key']}{quote}{MASK}{closing}"
 
 
 def masked_repr(value: Any, secret_fields: Collection[str] = ()) -> str:

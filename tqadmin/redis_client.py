@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, Unreachable
-from tqadmin.masking import mask_text
+from tqadmin.masking import clip_masked
 
 if TYPE_CHECKING:
     import redis
@@ -197,4 +197,4 @@ def translated(where: str, flag: str) -> Iterator[None]:
 
 
 def detail(exc: BaseException) -> str:
-    return mask_text(str(exc))[:300]
+    return clip_masked(str(exc), 300)

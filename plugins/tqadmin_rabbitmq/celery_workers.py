@@ -56,7 +56,10 @@ class CeleryWorkers:
             return WorkerReading(workers)
         self._listener.listening()
         workers = self._watch.workers(self._wall(), connected)
-        return WorkerReading(workers, (), {CELERY: self._watch.task_stats()}, {CELERY: self._watch.wait_from})
+        watch = self._watch
+        return WorkerReading(
+            workers, (), {CELERY: watch.task_stats()}, {CELERY: watch.wait_from}, {CELERY: watch.folded}
+        )
 
     def close(self) -> None:
         if self._listener is not None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import NotAuthorized
+from tqadmin.masking import shown
 from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
@@ -224,7 +225,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
             elif outcome is not Settlement.LOST:
                 log.error(
                     "could not store the copy of job %s in %s: %s; the original goes back to %s",
-                    out.message.id,
+                    shown(out.message.id or "?"),
                     out.routing_key,
                     outcome.value,
                     self.queue,

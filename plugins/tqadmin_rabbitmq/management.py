@@ -27,7 +27,7 @@ from tqadmin.errors import (
     TqadminError,
     Unreachable,
 )
-from tqadmin.masking import mask_text
+from tqadmin.masking import clip_masked
 from tqadmin_rabbitmq.urls import ManagementEndpoint
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a page of 500 queues with our columns is well under 1 MiB
@@ -123,7 +123,7 @@ class ManagementClient:
         try:
             return json.loads(raw)
         except ValueError:
-            start = mask_text(raw[:40].decode("utf-8", "replace")).replace("\n", " ")
+            start = clip_masked(raw[:4096].decode("utf-8", "replace"), 40).replace("\n", " ")
             raise BadResponse(
                 f"{self.where} answered {call} with something that is not JSON ({start!r}...): "
                 "is the management URL pointing at the management API?"
@@ -179,7 +179,7 @@ class ManagementClient:
             reason = json.loads(raw).get("reason", "")
         except (TqadminError, httpx.HTTPError, ValueError, AttributeError):
             return ""
-        text = mask_text(str(reason)).replace("\n", " ")[:200]
+        text = clip_masked(str(reason), 200).replace("\n", " ")
         return f": {text}" if text else ""
 
     def _read_capped(self, response: httpx.Response, call: str, deadline: float, cap: int) -> bytes:
@@ -244,4 +244,4 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 
 
 def _detail(exc: BaseException) -> str:
-    return mask_text(str(exc) or type(exc).__name__).replace("\n", " ")[:200]
+    return clip_masked(str(exc) or type(exc).__name__, 200).replace("\n", " ")

@@ -75,7 +75,11 @@ class ForeignWorkers:
         if watch is None:
             return WorkerReading(tuple(workers), tuple(unreadable))
         return WorkerReading(
-            tuple(workers), tuple(unreadable), {CELERY: watch.task_stats()}, {CELERY: watch.wait_from}
+            tuple(workers),
+            tuple(unreadable),
+            {CELERY: watch.task_stats()},
+            {CELERY: watch.wait_from},
+            {CELERY: watch.folded},
         )
 
     def close(self) -> None:

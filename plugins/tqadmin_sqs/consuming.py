@@ -28,6 +28,7 @@ from queue import Empty, SimpleQueue
 from typing import Any
 
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
+from tqadmin.masking import shown
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.leased import LeasedConsumer
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
@@ -241,7 +242,8 @@ class SqsConsumer(LeasedConsumer):
         try:
             target = self.queues.info(self.queue.dlq)
         except TqadminError as exc:
-            log.error("cannot dead-letter job %s: %s; it goes back to %s", message.id, exc, self.queue.name)  # noqa: TRY400 - one line, no traceback
+            job = shown(message.id or "?")
+            log.error("cannot dead-letter job %s: %s; it goes back to %s", job, exc, self.queue.name)  # noqa: TRY400 - one line, no traceback
             self.release([delivery])
             return False
         copy = Message(message.body, updated, message.properties, message.id)
@@ -252,7 +254,7 @@ class SqsConsumer(LeasedConsumer):
         if sent.outcome is not Outcome.CONFIRMED:
             log.error(
                 "could not store the copy of job %s in %s (%s): %s; the original goes back to %s",
-                out.message.id,
+                shown(out.message.id or "?"),
                 out.queue.name,
                 sent.outcome.value,
                 sent.error,

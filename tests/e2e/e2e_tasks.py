@@ -92,6 +92,12 @@ def fatal(ctx: Any, job: dict[str, Any]) -> None:
     raise FatalError("cannot work with amqp://bob:hunter2@db.internal/ " + "x" * 5000)
 
 
+@task("loud")
+def loud(ctx: Any, job: dict[str, Any]) -> None:
+    """Fails for good with a message of ``size`` letters after a password: what a task may raise."""
+    raise FatalError("cannot work with amqp://bob:hunter2@db.internal/ " + "x" * job["size"])
+
+
 @task("sleep")
 def sleep(ctx: Any, job: dict[str, Any]) -> None:
     _ran(ctx, job)

@@ -3,7 +3,9 @@ byte, the jobs behind it run once each, and the admin commands over its dead-let
 
 The poison body is a JSON array nested 100,000 deep (200 KB): past the interpreter's recursion limit, so any
 reader that hands it to ``json.loads`` unguarded raises ``RecursionError`` (on RabbitMQ inside pika's
-callback, which dropped the connection and redelivered the message for ever).
+callback, which dropped the connection and redelivered the message for ever). Another is a job whose
+``task_type`` is 900 KB of letters, beside a task that fails with a message as long: masking either whole
+took a worker's processes minutes of CPU under the logging lock, deaf to SIGTERM.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +24,12 @@ from redis_pipeline import redis_pipeline_fixture  # noqa: F401 - the fixture
 from sqs_pipeline import SqsPipeline, sqs_pipeline_fixture  # noqa: F401 - the fixture
 from worker_harness import Pipeline, pipeline_fixture, sqlite_pipeline_fixture  # noqa: F401 - the fixtures
 
+from tqadmin.pipeline.deadletter import MAX_ERROR_BYTES
+
 NESTED = b"[" * 100_000 + b"]" * 100_000
 JOBS = 20
+LONG = 900_000
+SQS_LONG = 250_000  # SQS takes a message of 256 KiB at most
 
 BROKERS = [
     pytest.param("pipeline", marks=[pytest.mark.rabbitmq, pytest.mark.redis], id="rabbitmq"),
@@ -89,6 +96,40 @@ def test_a_body_nested_100000_deep_at_the_head_is_dead_lettered_as_malformed_and
     code, document, error = tq_json(*broker_args(pipeline), "peek", replayed, "--yes")
     assert (code, error) == (0, "")
     assert [sha(body_of(m)) for m in document["messages"]] == [sha(NESTED)]
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_a_900_kb_task_type_and_a_900_kb_error_are_dead_lettered_among_200_jobs_and_sigterm_still_stops(
+    broker: str, request: pytest.FixtureRequest, tq_json: TqJson, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline: Pipeline = request.getfixturevalue(broker)
+    size = SQS_LONG if broker == "sqs_pipeline" else LONG
+    named = {"task_type": "x" * size, "id": f"{pipeline.id_prefix}named", "key": pipeline.key}
+    poison = json.dumps(named).encode()
+    pipeline.declare(pipeline.queue)
+    ids = pipeline.publish([{"task_type": "count", "id": f"c-{i}"} for i in range(100)])
+    pipeline.publish_raw([poison])
+    pipeline.publish([{"task_type": "loud", "id": "loud", "size": LONG}])
+    ids += pipeline.publish([{"task_type": "count", "id": f"c-{i}"} for i in range(100, 200)])
+    worker = pipeline.start("--concurrency", "4")
+    pipeline.wait_for(lambda: len(pipeline.effects()) == 200, 120, "the 200 jobs")
+    pipeline.wait_for(lambda: pipeline.depth(pipeline.dlq) == 2, 60, "the 2 dead letters")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0, pipeline.log_text()
+    assert pipeline.effects() == dict.fromkeys(ids, 1)
+    assert pipeline.runs() == dict.fromkeys(ids, 1)
+    logged = [line for log in pipeline.logs.glob("worker-*.log") for line in log.read_text().splitlines()]
+    assert max(map(len, logged)) < 1000 and "hunter2" not in "\n".join(logged)
+    capsys.readouterr()  # what the publish printed
+
+    code, document, error = tq_json(*broker_args(pipeline), "peek", pipeline.dlq, "--yes")
+    assert (code, error) == (0, "")
+    letters = {letter["headers"]["x-tq-reason"]: letter for letter in document["messages"]}
+    assert sha(body_of(letters["malformed"])) == sha(poison)  # byte for byte as published
+    assert f"'task_type' is {size} characters" in letters["malformed"]["headers"]["x-tq-error"]
+    said = letters["fatal"]["headers"]["x-tq-error"]
+    assert said.startswith("FatalError: cannot work with amqp://bob:***@db.internal/ xxx")
+    assert len(said.encode()) <= MAX_ERROR_BYTES
 
 
 @pytest.mark.sqs

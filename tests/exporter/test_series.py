@@ -3,6 +3,7 @@ absent figures absent, counters that never go down while workers come and go."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from prometheus_client.exposition import generate_latest
@@ -16,6 +17,7 @@ from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.counters import TaskStats, Telemetry
 from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.snapshot import WorkerSnapshot
+from tqadmin.telemetry.task_names import MAX_TASK_TYPES, OTHER_TASKS, UNKNOWN_TASK
 
 Samples = list[tuple[str, dict[str, str], float]]
 
@@ -165,3 +167,22 @@ def test_other_frameworks_task_figures_are_served_under_their_framework_label() 
         if name == names.TASK_RUNS
     }
     assert runs == {("tqadmin", "task-000"): 1, ("celery", "events.nap"): 5}
+
+
+def test_task_types_past_the_cap_are_summed_as_other_and_the_folded_ones_counted_with_the_workers() -> None:
+    reading = Reading("prod", queues=(), tasks={**tasks(5), UNKNOWN_TASK: TaskStats(dead_lettered=9)})
+    reading = dataclasses.replace(reading, folded_task_types=4)  # what the workers folded themselves
+    samples = scrape([reading], max_queues=3)
+    runs = {labels["task_type"]: value for name, labels, value in samples if name == names.TASK_RUNS}
+    assert runs == {"task-000": 1, "task-001": 1, "task-002": 1, OTHER_TASKS: 2, UNKNOWN_TASK: 0}
+    folded = {labels["framework"]: v for name, labels, v in samples if name == names.TASK_TYPES_FOLDED}
+    assert folded == {"tqadmin": 4 + 2}
+
+
+def test_another_frameworks_task_names_past_its_listeners_cap_are_summed_as_other() -> None:
+    celery = {f"app.t{n:03d}": TaskStats(done=1) for n in range(MAX_TASK_TYPES + 20)}
+    reading = Reading("rabbit", queues=(), framework_tasks={"celery": celery}, framework_folded={"celery": 7})
+    samples = scrape([reading])
+    served = {labels["task_type"] for name, labels, _ in samples if name == names.TASK_RUNS}
+    assert len(served) == MAX_TASK_TYPES + 1 and OTHER_TASKS in served
+    assert (names.TASK_TYPES_FOLDED, {"profile": "rabbit", "framework": "celery"}, 27) in samples

@@ -28,6 +28,7 @@ from tqadmin.store.history import (
 )
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 SMALL = (Tier(1, 6), Tier(5, 4), Tier(20, 3))  # a full cycle in 60 s of fake time
@@ -207,6 +208,13 @@ def test_names_too_long_to_bound_are_not_recorded(history: History) -> None:
     long_name = "x" * (MAX_NAME_BYTES + 1)
     assert store.record_queues("prod", 100, [queue(long_name), queue("ok")]) == 1
     assert store.queue_history("prod", long_name, FINE) == []
+
+
+def test_every_task_type_a_job_may_have_is_recorded_however_wide_its_characters(history: History) -> None:
+    store = history()
+    widest = "🐇" * MAX_TASK_TYPE_CHARS  # four bytes each
+    assert store.record_tasks("prod", 100, {widest: tasks(3)}) == 1
+    assert [figures.done for _, figures in store.task_history("prod", widest, FINE)] == [3]
 
 
 def test_a_reader_of_a_missing_sqlite_file_raises_no_database_and_creates_nothing(tmp_path: Path) -> None:

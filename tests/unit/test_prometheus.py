@@ -77,3 +77,8 @@ def test_the_restarts_of_a_worker_are_exposed_and_carried_by_its_heartbeat() -> 
     snapshot = WorkerSnapshot("w", "h", 1, ("orders",), 10.0, 20.0, restarts=2)
     assert _samples(snapshot)[(names.WORKER_RESTARTS, ())] == 2
     assert WorkerSnapshot.decode(snapshot.encode()).restarts == 2
+
+
+def test_the_task_types_a_worker_folded_past_its_cap_are_exposed() -> None:
+    snapshot = WorkerSnapshot("w", "h", 1, ("orders",), 10.0, 20.0, folded_task_types=3)
+    assert _samples(snapshot)[(names.TASK_TYPES_FOLDED, ())] == 3

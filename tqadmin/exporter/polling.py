@@ -54,6 +54,8 @@ class Reading:
     worker_queues: tuple[tuple[tuple[str, ...], bool], ...] = ()  # each worker's queues, and if it is alive
     framework_workers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (framework, state)
     framework_tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)  # from events
+    folded_task_types: int = 0  # task types the listed workers folded into "(other)", added up
+    framework_folded: Mapping[str, int] = field(default_factory=dict)  # the same by their listeners
     cron: CronStatus | None = None
     up: bool = False
     last_success_s: float | None = None  # wall clock
@@ -143,6 +145,8 @@ class ProfilePoller:
                 worker_queues=last.worker_queues if records is None else _served(records),
                 framework_workers=last.framework_workers if others is None else _by_framework(others),
                 framework_tasks=last.framework_tasks if others is None else others.tasks,
+                folded_task_types=last.folded_task_types if records is None else _folded(records),
+                framework_folded=last.framework_folded if others is None else others.folded,
                 cron=last.cron if "cron" in failed else cron,
                 up=not failed,
                 last_success_s=last.last_success_s if failed else self._clock(),
@@ -200,6 +204,10 @@ def _by_framework(reading: WorkerReading) -> Counter[tuple[str, str]]:
 
 def _served(records: list[WorkerRecord]) -> tuple[tuple[tuple[str, ...], bool], ...]:
     return tuple((record.snapshot.queues, record.alive) for record in records)
+
+
+def _folded(records: list[WorkerRecord]) -> int:
+    return sum(record.snapshot.folded_task_types for record in records)
 
 
 def _by_state(records: list[WorkerRecord]) -> Counter[str]:

@@ -2,9 +2,12 @@
 
 Labels are ``profile``, ``queue``, ``task_type``, ``reason``, ``framework`` and ``state``, never a worker id,
 host or pod. Past ``max_queues`` queues (over every profile, in profile then name order, so the same queues
-keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; task types are
-capped the same way. A figure the broker does not give (SQS's oldest-message age, a consumer count) is absent,
-never 0, and so is one that is not finite (Prometheus would serve it as ``+Inf``).
+keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; tqadmin's task
+types are capped the same way and summed into ``task_type="(other)"``, another framework's at
+:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPES` (its listener's own cap), and how many task types were
+folded, here or by the workers and listeners, is served as ``tqadmin_task_types_folded``. A figure the broker
+does not give (SQS's oldest-message age, a consumer count) is absent, never 0, and so is one that is not
+finite (Prometheus would serve it as ``+Inf``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from tqadmin.exporter.polling import Reading
 from tqadmin.finite import finite
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry import metric_names as names
-from tqadmin.telemetry.counters import TaskStats, summed
+from tqadmin.telemetry.counters import TaskStats, fold_task_types
 from tqadmin.telemetry.families import task_families
+from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPES
 
 QueueFigure = Callable[[QueueStats], float | None]
 # name, help, how to read it of a queue, how to fold it over the queues past the cap
@@ -40,12 +44,14 @@ QUEUE_FIGURES: tuple[tuple[str, str, QueueFigure, Callable[[Iterable[float]], fl
 
 @dataclass(frozen=True, slots=True)
 class Folded:
-    """Series kept and folded into ``_other`` for one profile."""
+    """Series kept and folded into ``_other`` (queues) or ``(other)`` (task types) for one profile;
+    ``folded_tasks``: task types folded by framework, here and by the workers or listeners that read them."""
 
     queues: tuple[QueueStats, ...]
     other_queues: tuple[QueueStats, ...]
     tasks: dict[str, TaskStats]
-    other_tasks: int
+    framework_tasks: dict[str, dict[str, TaskStats]]
+    folded_tasks: dict[str, int]
 
 
 def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
@@ -55,17 +61,17 @@ def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
     for reading in readings:
         queues = sorted(reading.queues or (), key=lambda q: q.name)
         kept, queue_room = queues[:queue_room], max(queue_room - len(queues), 0)
-        tasks = dict(sorted(reading.tasks.items()))
-        kept_tasks = dict(list(tasks.items())[:task_room])
-        rest = [stats for name, stats in tasks.items() if name not in kept_tasks]
-        task_room = max(task_room - len(tasks), 0)
-        if rest:
-            kept_tasks[names.OTHER_QUEUES] = summed(rest)
-        folded[reading.profile] = Folded(tuple(kept), tuple(queues[len(kept) :]), kept_tasks, len(rest))
+        tasks, folded_here = fold_task_types(reading.tasks, task_room)
+        task_room = max(task_room - sum(name not in LABELS for name in reading.tasks), 0)
+        framework_tasks: dict[str, dict[str, TaskStats]] = {}
+        folded_tasks = {names.FRAMEWORK: reading.folded_task_types + folded_here}
+        for framework, named in sorted(reading.framework_tasks.items()):
+            framework_tasks[framework], folded_there = fold_task_types(named, MAX_TASK_TYPES)
+            folded_tasks[framework] = reading.framework_folded.get(framework, 0) + folded_there
+        folded[reading.profile] = Folded(
+            tuple(kept), tuple(queues[len(kept) :]), tasks, framework_tasks, folded_tasks
+        )
     return folded
-
-
-MAX_FRAMEWORK_TASKS = 100  # task names a framework's events may add to the series (in name order)
 
 
 def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
@@ -83,8 +89,8 @@ def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> 
                 *(
                     ({"profile": reading.profile, "framework": framework, "task_type": name}, stats)
                     for reading in readings
-                    for framework, tasks in sorted(reading.framework_tasks.items())
-                    for name, stats in sorted(tasks.items())[:MAX_FRAMEWORK_TASKS]
+                    for framework, tasks in folded[reading.profile].framework_tasks.items()
+                    for name, stats in tasks.items()
                 ),
             ),
             ("profile", "framework", "task_type"),
@@ -117,9 +123,17 @@ def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
     family = GaugeMetricFamily(
         names.QUEUES_FOLDED, 'Queues past --max-queues, summed into queue="_other".', labels=["profile"]
     )
+    tasks = GaugeMetricFamily(
+        names.TASK_TYPES_FOLDED,
+        'Task types past a cap, summed into task_type="(other)" (by the workers, added up, and here).',
+        labels=["profile", "framework"],
+    )
     for reading in readings:
-        family.add_metric([reading.profile], len(folded[reading.profile].other_queues))
-    return [family]
+        shown = folded[reading.profile]
+        family.add_metric([reading.profile], len(shown.other_queues))
+        for framework, count in shown.folded_tasks.items():
+            tasks.add_metric([reading.profile, framework], count)
+    return [family, tasks]
 
 
 def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:

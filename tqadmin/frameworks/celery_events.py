@@ -14,10 +14,14 @@ into :class:`CeleryEvents`:
   in the same mergeable histograms as tqadmin's own tasks (:class:`~tqadmin.telemetry.counters.Telemetry`).
 
 Memory is bounded whatever the event rate: at most :data:`MAX_TASKS` tasks between their first event and
-their last (the oldest forgotten first, counted in ``forgotten``) and :data:`MAX_WORKERS` workers (pods
-come and go: the longest silent go first). A body that is not an event, and an event with a field Celery
-would not write (a ``timestamp`` that is no time, a ``freq`` that is no interval, a ``pid`` of 401 digits),
-is counted in ``skipped`` and changes nothing.
+their last (the oldest forgotten first, counted in ``forgotten``), :data:`MAX_WORKERS` workers (pods
+come and go: the longest silent go first) and figures for at most
+:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPES` task names, each cut to
+:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPE_CHARS` characters: a name past them is counted under
+``(other)`` (the telemetry's cap, :class:`~tqadmin.telemetry.counters.Telemetry`), as tqadmin's own
+workers count theirs. A body that is not an event, and an event with a field Celery would not write (a
+``timestamp`` that is no time, a ``freq`` that is no interval, a ``pid`` of 401 digits), is counted in
+``skipped`` and changes nothing.
 """
 
 from __future__ import annotations
@@ -213,6 +217,11 @@ class CeleryEvents:
         """Each task name's figures since the listener started."""
         return {task: stats for (_queue, task), stats in self._telemetry.read().items()}
 
+    @property
+    def folded(self) -> int:
+        """Task names whose figures went to ``(other)``, past the cap."""
+        return self._telemetry.folded
+
 
 def _state(seen: int, active: int) -> str:
     """``busy`` or ``idle``; a worker whose heartbeat counts more running tasks than the events showed
@@ -286,6 +295,10 @@ class CeleryWatch:
     def task_stats(self) -> dict[str, TaskStats]:
         with self._lock:
             return self._events.task_stats()
+
+    @property
+    def folded(self) -> int:
+        return self._events.folded
 
     @property
     def wait_from(self) -> str:

@@ -24,13 +24,14 @@ from typing import Any, Final, TypeVar
 
 from tqadmin.finite import finite
 from tqadmin.plugin.workers import MalformedEntry
+from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 # A body past this size is not parsed: recognised from its headers alone, or not at all. RabbitMQ refuses
 # messages over 16 MiB by default, so a real task message is well below.
 MAX_PARSED_BYTES: Final = 16 * 1024 * 1024
 # zlib-compressed tracebacks (RQ) are inflated to at most this much: enough for any real traceback.
 MAX_INFLATED_BYTES: Final = 1024 * 1024
-MAX_NAME_CHARS: Final = 200
+MAX_NAME_CHARS: Final = MAX_TASK_TYPE_CHARS  # a name past it is no tqadmin job's task type either
 MAX_ERROR_CHARS: Final = 2048
 _LATEST_EPOCH_S: Final = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last moment datetime can show
 MAX_COUNT: Final = 2**63 - 1  # a signed 64-bit integer: what Redis and a typed JSON reader hold as one

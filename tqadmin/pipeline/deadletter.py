@@ -1,7 +1,8 @@
 """The ``x-tq-*`` headers a dead-lettered message carries (docs/interface.md), built without a broker.
 
 ``x-tq-error`` is what an on-call engineer reads first, so it is the exception's class and message, masked
-(task errors love to quote connection strings) and cut to 2 KiB on a character boundary.
+(task errors love to quote connection strings) and cut to 2 KiB on a character boundary. It is cut before it
+is masked (:func:`~tqadmin.masking.clip_masked`): a task may raise with a message of megabytes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from tqadmin.masking import mask_text
+from tqadmin.masking import clip_masked
 from tqadmin.plugin.models import (
     HEADER_ATTEMPTS,
     HEADER_DEAD_LETTERED_AT,
@@ -33,11 +34,12 @@ def describe_error(exc: BaseException) -> str:
 
 
 def clip_error(text: str) -> str:
-    """Mask secrets in ``text`` and cut it to at most :data:`MAX_ERROR_BYTES` bytes of UTF-8."""
-    text = mask_text(text)
-    raw = text.encode("utf-8")
+    """Cut ``text`` to at most :data:`MAX_ERROR_BYTES` bytes of UTF-8, secrets masked (a character is at
+    least one byte: the characters kept are enough to fill the bytes)."""
+    clipped = clip_masked(text, MAX_ERROR_BYTES)
+    raw = clipped.encode("utf-8")
     if len(raw) <= MAX_ERROR_BYTES:
-        return text
+        return clipped
     return raw[: MAX_ERROR_BYTES - 3].decode("utf-8", errors="ignore") + "..."
 
 

@@ -36,8 +36,7 @@ from tqadmin.pipeline.trouble import OUTSIDE, Trouble
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import Consumer
 from tqadmin.store.base import Claim, ClaimState
-
-MALFORMED = "(malformed)"
+from tqadmin.telemetry.task_names import MALFORMED_TASK, UNKNOWN_TASK
 
 
 class Intake:
@@ -196,18 +195,19 @@ class Intake:
         return SETTLED
 
     def _decode(self, delivery: Delivery) -> Decoded | None:
-        """The delivery's job and task, or None once it is dead-lettered (malformed, unknown task)."""
+        """The delivery's job and task, or None once it is dead-lettered (malformed, unknown task). Such jobs
+        count under a label, never under the name their body claims: any producer can make names up."""
         try:
             job = decode_message(delivery.message, max_bytes=self._max_bytes)
             job = with_header_retries(job, delivery.message.headers)
         except MalformedJob as exc:
-            self._settler.refuse(delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED)
+            self._settler.refuse(delivery, exc.reason, f"MalformedJob: {exc}", 0, MALFORMED_TASK)
             return None
         spec = self._registry.get(job.task_type)
         if spec is None:
             known = ", ".join(self._registry.names())
             error = f"UnknownTask: no task {job.task_type!r} in this worker (it knows {known})"
-            self._settler.refuse(delivery, "unknown_task", error, job.retry_count, job.task_type)
+            self._settler.refuse(delivery, "unknown_task", error, job.retry_count, UNKNOWN_TASK)
             return None
         return Decoded(delivery, job, spec)
 

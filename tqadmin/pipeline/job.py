@@ -1,9 +1,11 @@
 """Jobs as docs/interface.md defines them, validated from what :mod:`tqadmin.plugin.bodies` reads.
 
 A body is read by the one reading both plugin faces use (size, UTF-8, JSON without NaN, nesting depth, an
-object), then checked for a job's shape (a string ``task_type``). Every refusal is a :class:`MalformedJob`
-carrying the dead-letter reason (``too_large`` or ``malformed``), so the worker can dead-letter the body byte
-for byte and keep running.
+object), then checked for a job's shape (a string ``task_type`` of at most
+:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPE_CHARS` characters: telemetry, logs and exporters keep
+the name, so one of megabytes is no job's). Every refusal is a :class:`MalformedJob` carrying the
+dead-letter reason (``too_large`` or ``malformed``), so the worker can dead-letter the body byte for byte and
+keep running.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from tqadmin.plugin.bodies import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MalformedJob, job_object
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
+from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 # The worker and the publisher refuse with the contract's reading of a body (re-exported here).
 __all__ = [
@@ -88,6 +91,10 @@ def job_from_mapping(data: Mapping[str, Any]) -> Job:
     task_type = data.get("task_type")
     if not isinstance(task_type, str) or not task_type:
         raise MalformedJob("malformed", "a job needs a non-empty string 'task_type'")
+    if len(task_type) > MAX_TASK_TYPE_CHARS:
+        raise MalformedJob(
+            "malformed", f"'task_type' is {len(task_type)} characters, over the {MAX_TASK_TYPE_CHARS} allowed"
+        )
     job_id = data.get("id")
     if job_id is not None and not isinstance(job_id, str | int):
         raise MalformedJob("malformed", "'id' must be a string")

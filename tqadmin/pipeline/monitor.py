@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
+from tqadmin.masking import shown
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.outcomes import Run, WindowHandoff
 from tqadmin.pipeline.running import Running
@@ -118,7 +119,8 @@ class Monitor:
     def _renew(self) -> None:
         if self._holding is not None:
             for lost in self._holding.extend_held(self._settings.lease_s):
-                log.warning("job %s: the broker gave its delivery to another consumer", lost.message.id)
+                job = shown(lost.message.id or "?")
+                log.warning("job %s: the broker gave its delivery to another consumer", job)
         if self._trips is None:
             return
         claims = self._running.claims()
@@ -127,7 +129,7 @@ class Monitor:
             return
         for claim, renewed in zip(claims, self._trips.renew_many(claims), strict=True):
             if not renewed:
-                log.warning("job %s: lease lost; this run will not be able to commit", claim.job_id)
+                log.warning("job %s: lease lost; this run will not be able to commit", shown(claim.job_id))
 
     def _replace(self, run: Run, limit_s: float, serve: Callable[[], None]) -> None:
         """A replacement job thread: settle the timed-out ``run`` as a failed one, then serve as the thread it

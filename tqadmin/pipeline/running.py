@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from tqadmin.masking import shown
 from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Outcome, Run
@@ -244,7 +245,7 @@ class Runner:
         if run.claim is not None:
             assert self._starts is not None
             if not self._starts.begin(run):  # the store raising: guarded
-                log.warning("job %s: claim superseded before its run started; not run here", job.id)
+                log.warning("job %s: claim superseded before its run started; not run here", shown(job.id))
                 self._running.withdraw(run)
                 self._consumer.release([run.delivery])
                 return SETTLED

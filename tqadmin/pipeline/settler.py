@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
-from tqadmin.masking import mask_text
+from tqadmin.masking import shown
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.outcomes import SETTLED, Failed, Finished, Run, Settled
@@ -113,7 +113,7 @@ class Settler:
         try:
             self._failed(run, Failed(Failure.TIMEOUT, TimeoutError(f"the run took over {limit_s:g} s")))
         except TqadminError as exc:
-            log.warning("could not settle timed-out job %s: %s", run.job.id, exc)
+            log.warning("could not settle timed-out job %s: %s", shown(run.job.id), exc)
         finally:  # only now: a suspect must not start while this job still holds its claim
             self._over(run)
 
@@ -145,9 +145,9 @@ class Settler:
                 self._telemetry.retried(self._queue, job.task_type)
             log.info(
                 "job %s attempt %d failed (%s); retry in %.2f s",
-                job.id,
+                shown(job.id),
                 run.attempt,
-                mask_text(str(failure.error)),
+                shown(str(failure.error)),
                 decision.delay_s,
             )
         else:
@@ -205,7 +205,8 @@ class Settler:
         return self._consumer.retry_later(delivery, delay_s, headers)
 
     def refuse(self, delivery: Delivery, reason: str, error: str, attempts: int, task_type: str) -> None:
-        """Dead-letter ``delivery`` with why (``reason``, ``error``), the runs it had and its task type."""
+        """Dead-letter ``delivery`` with why (``reason``, ``error``), the runs it had and its task type (a
+        registered one, or a label: the one it is counted under)."""
         headers = dead_letter_headers(
             reason=reason,
             error=clip_error(error),
@@ -216,10 +217,10 @@ class Settler:
         )
         if self._consumer.dead_letter(delivery, headers):
             self._telemetry.dead_lettered(self._queue, task_type, reason)
-        log.warning("dead-lettered a %s job (%s): %s", task_type, reason, clip_error(error)[:200])
+        log.warning("dead-lettered a %s job (%s): %s", task_type, reason, shown(error))
 
 
 def _superseded(run: Run) -> None:
     # Our claim was superseded (the lease ran out and another delivery took the job): that run commits,
     # ours must not; ack this copy, the other one carries the job.
-    log.warning("job %s: claim superseded, effect not committed by this run", run.job.id)
+    log.warning("job %s: claim superseded, effect not committed by this run", shown(run.job.id))

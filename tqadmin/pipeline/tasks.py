@@ -27,6 +27,7 @@ from typing import Any
 
 from tqadmin.errors import UsageError
 from tqadmin.store.base import Effect
+from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPE_CHARS
 
 TaskFn = Callable[["TaskContext", dict[str, Any]], object]
 
@@ -55,6 +56,15 @@ class TaskRegistry:
         self._tasks: dict[str, TaskSpec] = {}
 
     def register(self, spec: TaskSpec) -> None:
+        """Add ``spec``; a name no job could carry (past the task type limit) or that is one of telemetry's
+        labels is a usage error, as is a second handler for a name."""
+        if len(spec.name) > MAX_TASK_TYPE_CHARS:
+            raise UsageError(
+                f"task {spec.name[:40]!r}... is named in {len(spec.name)} characters; "
+                f"a task type has at most {MAX_TASK_TYPE_CHARS}"
+            )
+        if spec.name in LABELS:
+            raise UsageError(f"task {spec.name!r}: that name is reserved for jobs of no task; choose another")
         existing = self._tasks.get(spec.name)
         if existing is not None and _qualname(existing.fn) != _qualname(spec.fn):
             raise UsageError(

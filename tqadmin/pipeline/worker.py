@@ -227,4 +227,5 @@ class Worker:
             stats=self.telemetry.read(),
             store_round_trips=0 if self._trips is None else self._trips.count,
             restarts=self.restarts,
+            folded_task_types=self.telemetry.folded,
         )

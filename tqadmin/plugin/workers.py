@@ -75,13 +75,15 @@ class WorkerReading:
     ``tasks`` are other frameworks' figures per task name where their events give them (Celery with task
     events on), cumulative since the listener started, by framework; ``wait_from`` says per framework what
     their wait time is measured from (``sent``: comparable with tqadmin's published -> started;
-    ``received``: the worker's own prefetch wait only).
+    ``received``: the worker's own prefetch wait only); ``folded`` how many task names each listener
+    folded into ``(other)`` past its cap.
     """
 
     workers: tuple[ForeignWorker, ...] = ()
     unreadable: tuple[str, ...] = ()
     tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)
     wait_from: Mapping[str, str] = field(default_factory=dict)
+    folded: Mapping[str, int] = field(default_factory=dict)
 
 
 class Skipped:

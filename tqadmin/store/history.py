@@ -34,6 +34,7 @@ from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
 from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.task_names import MAX_TASK_TYPE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +69,9 @@ QUEUE_FIGURES = (
 
 DEFAULT_MAX_SERIES = 2000
 """The exporter's ``--max-queues``."""
-MAX_NAME_BYTES = 255
-"""Longest recorded queue or task type name (UTF-8): RabbitMQ's limit; longer names are not recorded."""
+MAX_NAME_BYTES = MAX_TASK_TYPE_BYTES
+"""Longest recorded queue or task type name (UTF-8): any task type a job may have, and any queue name
+RabbitMQ takes (255 bytes); longer names are not recorded."""
 HISTORY_COARSENING = 8
 """A stored histogram bucket is 8 of the telemetry's 1 % buckets (``GAMMA ** 8``, a factor of 1.17): a
 percentile read from history is within about 9 % of the exact value, and a point is 8 times smaller than

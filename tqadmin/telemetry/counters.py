@@ -1,7 +1,9 @@
 """Per (queue, task type) cumulative counters and latency histograms, and the worker's thread-safe recorder.
 
 Counters only ever grow during a worker's life, so any two readings give the activity between them by
-subtraction; that is what makes a window cheap to compute (see :mod:`tqadmin.telemetry.window`).
+subtraction; that is what makes a window cheap to compute (see :mod:`tqadmin.telemetry.window`). Task types
+are names from messages, so the recorder keeps a bounded number of them a queue and folds the rest
+(:mod:`tqadmin.telemetry.task_names`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.task_names import LABELS, MAX_FOLDED_COUNTED, MAX_TASK_TYPES, OTHER_TASKS
 
 COUNTERS = ("done", "failed", "retried", "dead_lettered", "deduplicated")
 UNKNOWN_REASON = "unknown"
@@ -131,6 +134,25 @@ def _grouped(table: Mapping[StatsKey, TaskStats], part: int) -> dict[str, TaskSt
     return groups
 
 
+def fold_task_types(tasks: Mapping[str, TaskStats], room: int) -> tuple[dict[str, TaskStats], int]:
+    """``tasks`` with at most ``room`` task types besides the labels (the first in name order, so a name
+    keeps its place from one reading to the next), the figures of the rest added to :data:`OTHER_TASKS`;
+    and how many were folded there."""
+    kept: dict[str, TaskStats] = {}
+    rest: list[TaskStats] = []
+    for name, stats in sorted(tasks.items()):
+        if name in LABELS:
+            kept[name] = stats
+        elif room > 0:
+            kept[name] = stats
+            room -= 1
+        else:
+            rest.append(stats)
+    if rest:
+        kept[OTHER_TASKS] = summed([*rest, *((kept[OTHER_TASKS],) if OTHER_TASKS in kept else ())])
+    return kept, len(rest)
+
+
 def subtract_stats(
     latest: Mapping[StatsKey, TaskStats], earlier: Mapping[StatsKey, TaskStats]
 ) -> dict[StatsKey, TaskStats]:
@@ -142,18 +164,38 @@ def subtract_stats(
 class Telemetry:
     """What a worker records as it runs jobs; safe to call from the worker's threads.
 
-    Use ``task_type`` ``"(malformed)"`` for bodies that carry none.
+    Use the labels of :mod:`tqadmin.telemetry.task_names` for jobs without a task type of their own
+    (``(malformed)``, ``(unknown)``). Past ``max_task_types`` task types in a queue, a new one is recorded
+    under ``(other)`` and counted in :attr:`folded`: whatever names the messages make up, a snapshot holds
+    at most that many task types a queue, and the labels.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_task_types: int = MAX_TASK_TYPES) -> None:
         self._lock = threading.Lock()
         self._stats: dict[StatsKey, TaskStats] = {}
+        self._max_task_types = max_task_types
+        self._named: dict[str, int] = {}  # queue -> task types kept besides the labels
+        self._folded: set[int] = set()  # hashes of the names folded, at most MAX_FOLDED_COUNTED
 
     def _entry(self, queue: str, task_type: str) -> TaskStats:
         entry = self._stats.get((queue, task_type))
         if entry is None:  # not setdefault: that would build a TaskStats on every call
+            if task_type not in LABELS:
+                named = self._named.get(queue, 0)
+                if named >= self._max_task_types:
+                    if len(self._folded) < MAX_FOLDED_COUNTED:
+                        self._folded.add(hash(task_type))
+                    return self._entry(queue, OTHER_TASKS)
+                self._named[queue] = named + 1
             entry = self._stats[(queue, task_type)] = TaskStats()
         return entry
+
+    @property
+    def folded(self) -> int:
+        """How many task types were recorded under ``(other)`` for want of room (at most
+        :data:`~tqadmin.telemetry.task_names.MAX_FOLDED_COUNTED`)."""
+        with self._lock:
+            return len(self._folded)
 
     def started(self, queue: str, task_type: str, wait_s: float) -> None:
         """A run began ``wait_s`` after the job was published (its ``timestamp``)."""

@@ -20,6 +20,7 @@ POLL_AGE = "tqadmin_poll_age_seconds"  # how old the values served are
 POLL_DURATION = "tqadmin_poll_duration_seconds"  # how long the last poll took
 POLL_ERRORS = "tqadmin_poll_errors_total"  # polls that failed since the exporter started
 QUEUES_FOLDED = "tqadmin_queues_folded"  # queues past --max-queues, summed into queue="_other"
+TASK_TYPES_FOLDED = "tqadmin_task_types_folded"  # task types past a cap, summed into task_type="(other)"
 
 # -- per queue, from the broker's plugin (labels: profile, queue) -----------------------------------------
 QUEUE_MESSAGES = "tqadmin_queue_messages"  # depth: ready + in flight

@@ -34,4 +34,9 @@ def worker_families(snapshot: WorkerSnapshot) -> list[Metric]:
             "Worker processes its supervisor started before this one.",
             value=snapshot.restarts,
         ),
+        GaugeMetricFamily(
+            names.TASK_TYPES_FOLDED,
+            'Task types past the cap, summed into task_type="(other)".',
+            value=snapshot.folded_task_types,
+        ),
     ]

@@ -35,6 +35,7 @@ class WorkerSnapshot:
     stats: Mapping[StatsKey, TaskStats] = field(default_factory=dict)
     store_round_trips: int = 0  # calls to the state store so far: claims, marks, renewals, heartbeats
     restarts: int = 0  # worker processes its supervisor started before this one (crashes, plugin faults)
+    folded_task_types: int = 0  # task types recorded under "(other)", past the cap (Telemetry.folded)
 
     @property
     def current_job(self) -> str | None:
@@ -57,6 +58,7 @@ class WorkerSnapshot:
             "tasks": [{"q": q, "t": t, **stats.to_json()} for (q, t), stats in self.stats.items()],
             "store_round_trips": self.store_round_trips,
             "restarts": self.restarts,
+            "folded": self.folded_task_types,
         }
 
     def encode(self) -> str:
@@ -75,6 +77,7 @@ class WorkerSnapshot:
             stats={(str(e["q"]), str(e["t"])): TaskStats.from_json(e) for e in document.get("tasks", ())},
             store_round_trips=int(document.get("store_round_trips", 0)),
             restarts=int(document.get("restarts", 0)),
+            folded_task_types=int(document.get("folded", 0)),
         )
 
     @classmethod

@@ -19,6 +19,7 @@ from croniter import croniter
 
 from tqadmin.errors import UsageError
 from tqadmin.pipeline.job import RESERVED
+from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 CRON_FIELDS = ("scheduled", "fencing_token", "instance")
 DEFAULT_MISFIRE_GRACE_S = 60.0
@@ -134,11 +135,14 @@ def schedule_from_mapping(table: Any, where: str) -> Schedule:
         json.dumps(dict(job), allow_nan=False)
     except ValueError as exc:
         raise ScheduleError(f"{where}: job fields must be JSON values: {exc}") from None
+    task_type = _text(table, "task_type", where)
+    if len(task_type) > MAX_TASK_TYPE_CHARS:  # every tick's job would be dead-lettered as malformed
+        raise ScheduleError(f"{where}: task_type is longer than {MAX_TASK_TYPE_CHARS} characters")
     return Schedule(
         name=name,
         cron=cron,
         queue=_text(table, "queue", where),
-        task_type=_text(table, "task_type", where),
+        task_type=task_type,
         job=dict(job),
         splay=_seconds(table, "splay", 0.0, where),
         misfire_grace=_seconds(table, "misfire_grace", DEFAULT_MISFIRE_GRACE_S, where),
