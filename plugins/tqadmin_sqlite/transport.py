@@ -21,6 +21,7 @@ from tqadmin.plugin.transport import (
     PublishResult,
     publish_options,
 )
+from tqadmin.sqlite_file import Access
 from tqadmin_sqlite import SQLitePlugin, rows
 from tqadmin_sqlite.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqlite.consuming import SQLiteConsumer
@@ -33,7 +34,7 @@ class SQLiteTransport(BrokerTransport):
     capabilities: ClassVar[TransportCapabilities] = TRANSPORT_CAPABILITIES
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
-        self.broker = BrokerFile(config, clock, create=True)
+        self.broker = BrokerFile(config, clock, access=Access.CREATE)
 
     def declare(self, queue: str) -> None:
         with self.broker.write() as tx:

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from tqadmin.errors import BadResponse
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.sqlite_file import Access, SQLiteFile
 
 PARENT = "CREATE TABLE parent (id INTEGER PRIMARY KEY)"
 CHILD = "CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED, note TEXT)"
 
 
 def opened(path: Path) -> SQLiteFile:
-    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5, create=True)
+    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5, access=Access.CREATE)
 
 
 def test_a_commit_that_fails_is_rolled_back_and_frees_the_write_lock(tmp_path: Path) -> None:

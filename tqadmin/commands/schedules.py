@@ -12,6 +12,7 @@ from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import NoDatabase
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
+from tqadmin.sqlite_file import Access
 from tqadmin.store.lease import open_cron_store
 from tqadmin.tables import table
 
@@ -30,7 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
     try:
-        store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, create=False)
+        store = open_cron_store(
+            ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, access=Access.READ
+        )
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         status = before_any_cron(file_schedules)

@@ -17,6 +17,7 @@ from tqadmin.errors import ExitCode, NoDatabase, TqadminError
 from tqadmin.frameworks.summary import TQADMIN
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _own_workers(ctx: CommandContext, failures: list[tuple[str, TqadminError]]) -> list[WorkerRecord]:
     """tqadmin's workers from the state store; none on a fresh machine (said on stderr)."""
     try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         return []

@@ -28,6 +28,7 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading, liveness
+from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
@@ -83,10 +84,10 @@ class ProfilePoller:
             connect_admin or (lambda: plugin_for_url(settings.broker_url).admin(settings.broker_config()))
         )
         self._store: Lazy[StateStore] = Lazy(
-            lambda: open_store(settings.store_url, timeout_s=timeout, create=False)
+            lambda: open_store(settings.store_url, timeout_s=timeout, access=Access.READ)
         )
         self._cron: Lazy[CronStore] = Lazy(
-            lambda: open_cron_store(settings.store_url, cron_namespace, timeout, create=False)
+            lambda: open_cron_store(settings.store_url, cron_namespace, timeout, access=Access.READ)
         )
         self._ledger = WorkerLedger()
         self._recorder = recorder_for(settings, clock)
