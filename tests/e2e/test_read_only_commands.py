@@ -8,6 +8,7 @@ in a folder 0555).
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -46,6 +47,7 @@ def shown(command: str) -> Callable[[dict[str, object]], bool]:
 def run(home: Path, db: Path, command: list[str], *, bound: bool = False) -> subprocess.CompletedProcess[str]:
     url = f"sqlite:///{db}"
     argv = [sys.executable, "-m", "tqadmin.cli", "--read-only", "--json", "--broker", url, "--store", url]
+    argv += ["--timeout", "3"]
     return subprocess.run(
         as_reader([*argv, *command]) if bound else [*argv, *command],
         env=environment(home, TQADMIN_AUDIT_LOG=str(home / "audit.jsonl")),
@@ -87,6 +89,24 @@ def test_a_read_only_read_of_a_tqadmin_file_shows_it_and_leaves_it_byte_for_byte
     assert result.returncode == 0, result.stderr
     assert shown(command[0])(json.loads(result.stdout)), result.stdout
     assert state(folder) == before
+
+
+@pytest.mark.parametrize("command", READS, ids=lambda c: c[0])
+def test_a_read_only_read_takes_no_write_lock_so_a_writer_holding_it_stops_no_read(
+    tmp_path: Path, folder: Path, command: list[str]
+) -> None:
+    db = folder / "tq.db"
+    tqadmin_file(db)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # the file's write lock, held for longer than the read's --timeout
+    writer.execute("UPDATE tqb_clock SET now_ms = now_ms")
+    try:
+        result = run(tmp_path, db, command)
+        assert result.returncode == 0, result.stderr
+        assert shown(command[0])(json.loads(result.stdout)), result.stdout
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
 
 
 @pytest.mark.parametrize("command", READS, ids=lambda c: c[0])
