@@ -5,12 +5,12 @@
   ``-shm`` the last writer deleted, the file a reader meets after a deploy or while the service is stopped.
 - :func:`foreign_file`: a file holding only another application's table, in SQLite's default rollback-journal
   mode (the reproduction of issue 28: a reader used to create tqadmin's tables in it and switch it to WAL).
-- :func:`state`: every file of the folder and the hash of its bytes, so a test compares the folder before and
-  after (the database unchanged, no ``-wal``, ``-shm`` or journal created).
-- :func:`as_reader`: a command run as a user the file's permissions bind. Tests run as root,
-  which ignores permissions; the command keeps root's user id but drops the capabilities that override them
-  (``setpriv --bounding-set -dac_override,-dac_read_search``), so root is bound by the modes like any owner:
-  a file 0444 and a folder 0555 are read, never written.
+- :func:`state` and :func:`unchanged`: every file of the folder and the hash of its bytes, compared before and
+  after a block (the database unchanged, no ``-wal``, ``-shm`` or journal created).
+- :func:`unwritable` and :func:`as_reader`: a file 0444 in a folder 0555, and a command run as a user those
+  modes bind. Tests run as root, which ignores permissions; the command keeps root's user id but drops the
+  capabilities that override them (``setpriv --bounding-set -dac_override,-dac_read_search``), so root is
+  bound by the modes like any owner: the file is read, never written, and nothing is created beside it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message, QueueStats
@@ -100,15 +104,35 @@ def state(folder: Path) -> dict[str, str]:
     }
 
 
-def made_read_only(path: Path) -> None:
-    """``path`` 0444 in its folder 0555: neither can be written by a user bound by their modes."""
+@contextmanager
+def unchanged(folder: Path) -> Iterator[None]:
+    """Assert that the block leaves every file under ``folder`` as it was and creates none (:func:`state`)."""
+    before = state(folder)
+    yield
+    assert state(folder) == before
+
+
+@contextmanager
+def unwritable(path: Path) -> Iterator[Path]:
+    """``path`` 0444 in its folder 0555 for the block, so that neither can be written by a command run
+    :func:`as_reader`; the test is skipped, saying why, only where this machine cannot bind one. The folder
+    is made writable again after (the test's temporary folder is removed)."""
+    reason = permissions_bind()
+    if reason is not None:
+        pytest.skip(reason)
     path.chmod(0o444)
     path.parent.chmod(0o555)
+    try:
+        yield path
+    finally:
+        path.parent.chmod(0o755)
 
 
-def writable_again(path: Path) -> None:
-    """Undo :func:`made_read_only`, so that the test's temporary folder can be removed."""
-    path.parent.chmod(0o755)
+def data_folder(tmp_path: Path) -> Path:
+    """A folder of the test's own for the database, so that :func:`state` sees only the database's files."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    return folder
 
 
 def as_reader(command: list[str]) -> list[str]:

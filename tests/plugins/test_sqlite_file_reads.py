@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlite_files import as_reader, foreign_file, made_read_only, permissions_bind, state, writable_again
+from sqlite_files import as_reader, data_folder, foreign_file, state, unchanged, unwritable
 
 from tqadmin.errors import ReadOnly, Unreachable
 from tqadmin.sqlite_file import Access, SQLiteFile
@@ -50,10 +50,8 @@ def digest(path: Path) -> str:
 def test_a_file_without_the_readers_tables_reads_as_empty_and_is_left_as_it_was(tmp_path: Path) -> None:
     db = tmp_path / "theirs.db"
     foreign_file(db)
-    before = state(tmp_path)
-    reader = opened(db, Access.READ)
-    assert names(reader) == []
-    assert state(tmp_path) == before
+    with unchanged(tmp_path):
+        assert names(opened(db, Access.READ)) == []
     journal = sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0]
     assert journal == "delete", "still in its own journal mode"
     tables = sqlite3.connect(db).execute("SELECT name FROM sqlite_master").fetchall()
@@ -74,10 +72,9 @@ def test_a_table_created_after_the_reader_opened_is_read_at_the_next_read(tmp_pa
 def test_a_wal_file_no_process_has_open_is_read_without_a_wal_or_shm_created(tmp_path: Path) -> None:
     db = tmp_path / "tq.db"
     written(db, "a", "b").close()
-    before = state(tmp_path)
-    assert list(before) == ["tq.db"], "the last writer deleted its -wal and -shm"
-    assert names(opened(db, Access.READ)) == ["a", "b"]
-    assert state(tmp_path) == before
+    assert list(state(tmp_path)) == ["tq.db"], "the last writer deleted its -wal and -shm"
+    with unchanged(tmp_path):
+        assert names(opened(db, Access.READ)) == ["a", "b"]
 
 
 def test_beside_a_running_writer_the_reader_sees_its_commits_and_changes_no_file(tmp_path: Path) -> None:
@@ -131,13 +128,12 @@ def test_a_checkpoint_into_the_file_during_a_read_is_refused_as_changed_not_retu
 def test_a_reader_has_no_writing_connection(tmp_path: Path) -> None:
     db = tmp_path / "tq.db"
     written(db, "a").close()
-    before = state(tmp_path)
-    reader = opened(db, Access.READ)
-    with pytest.raises(ReadOnly), reader.write():
-        pass
-    with pytest.raises(ReadOnly):
-        reader.connection()
-    assert state(tmp_path) == before
+    with unchanged(tmp_path):
+        reader = opened(db, Access.READ)
+        with pytest.raises(ReadOnly), reader.write():
+            pass
+        with pytest.raises(ReadOnly):
+            reader.connection()
 
 
 READ_IN_A_PROCESS = """
@@ -153,17 +149,11 @@ with file.read() as db:
 
 @pytest.mark.parametrize("writer_running", [False, True], ids=["no writer", "a writer running"])
 def test_a_file_the_reader_may_read_but_not_write_is_read(tmp_path: Path, writer_running: bool) -> None:
-    reason = permissions_bind()
-    if reason is not None:
-        pytest.skip(reason)
-    folder = tmp_path / "data"
-    folder.mkdir()
-    db = folder / "tq.db"
+    db = data_folder(tmp_path) / "tq.db"
     written(db, "a", "b").close()
-    made_read_only(db)
-    writer = written(db, "c") if writer_running else None  # root: the modes do not bind it
-    before = state(folder)
-    try:
+    with unwritable(db):
+        writer = written(db, "c") if writer_running else None  # root, whom the modes do not bind
+        before = state(db.parent)
         read = subprocess.run(
             as_reader([sys.executable, "-c", READ_IN_A_PROCESS, str(db)]),
             capture_output=True,
@@ -171,14 +161,11 @@ def test_a_file_the_reader_may_read_but_not_write_is_read(tmp_path: Path, writer
             timeout=60,
             check=False,
         )
-        assert read.returncode == 0, read.stderr
-        assert read.stdout.split() == (["a,b,c"] if writer_running else ["a,b"])
-        if writer_running:
-            assert sorted(state(folder)) == sorted(before)
-            assert digest(db) == before["tq.db"]
-        else:
-            assert state(folder) == before
-    finally:
+        after = state(db.parent)
         if writer is not None:
             writer.close()
-        writable_again(db)
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split() == (["a,b,c"] if writer_running else ["a,b"])
+    assert sorted(after) == sorted(before) and after["tq.db"] == before["tq.db"]
+    if not writer_running:
+        assert after == before  # with a writer running, its -shm is shared memory readers note reads in

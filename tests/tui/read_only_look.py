@@ -2,8 +2,9 @@
 detail screen peeks them), the first dead-letter queue's groups, the workers, the cron and the last hour of
 history; then it quits. What it saw comes back as a dictionary.
 
-Run as a script (``python tests/tui/read_only_look.py``) it looks at the profile its environment configures
-and prints that dictionary as JSON, so that a test can run the dashboard as a user that file permissions bind.
+Run as a script (``python tests/tui/read_only_look.py``, the repository on ``PYTHONPATH``) it looks at the
+profile its environment configures and prints that dictionary as JSON, so that a test can run the dashboard
+as a user that file permissions bind.
 """
 
 from __future__ import annotations
@@ -11,25 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
-from textual.pilot import Pilot
 from textual.widgets import DataTable
 
+from tests.tui.seeded import until
 from tqadmin.tui import TqadminApp
 
 SIZE = (160, 40)
-
-
-async def until(pilot: Pilot[Any], condition: Callable[[], bool], tries: int = 400) -> None:
-    """Let background work land until ``condition()`` holds (a bounded number of rounds, no sleeps)."""
-    for _ in range(tries):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if condition():
-            return
-    raise RuntimeError("the dashboard never reached the expected state")
 
 
 async def look(app: TqadminApp) -> dict[str, Any]:

@@ -13,23 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlite_files import (
-    DLQ,
-    QUEUE,
-    as_reader,
-    foreign_file,
-    made_read_only,
-    permissions_bind,
-    state,
-    tqadmin_file,
-    writable_again,
-)
+from sqlite_files import DLQ, QUEUE, as_reader, data_folder, foreign_file, tqadmin_file, unchanged, unwritable
 
 from tests.tui.read_only_look import look
 from tqadmin.tui import TqadminApp
 
 pytestmark = pytest.mark.anyio
 LOOK = Path(__file__).with_name("read_only_look.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def read_only_profile(home: Path, db: Path) -> dict[str, str]:
@@ -46,61 +37,50 @@ def read_only_profile(home: Path, db: Path) -> dict[str, str]:
     }
 
 
-def what_a_look_at_tqadmin_file_shows(seen: dict[str, object]) -> None:
-    assert seen["errors"] == []
-    assert seen["queues"] == [QUEUE, DLQ]
-    assert seen["workers"] == ["worker-1"]
-    assert seen["schedules"] == ["nightly"]
-    assert seen["peeked"] == ["j-1", "j-2"]
-    assert seen["dead_letters"] == 2
-
-
-async def test_a_read_only_dashboard_shows_a_tqadmin_file_and_leaves_it_byte_for_byte(tmp_path: Path) -> None:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    db = folder / "tq.db"
+@pytest.fixture
+def tq_db(tmp_path: Path) -> Path:
+    db = data_folder(tmp_path) / "tq.db"
     tqadmin_file(db)
-    before = state(folder)
-    seen = await look(TqadminApp(environ=read_only_profile(tmp_path, db), refresh_s=3600))
-    what_a_look_at_tqadmin_file_shows(seen)
-    assert state(folder) == before
+    return db
+
+
+def shows_the_file(seen: dict[str, object]) -> None:
+    assert seen == {
+        "queues": [QUEUE, DLQ],
+        "workers": ["worker-1"],
+        "schedules": ["nightly"],
+        "errors": [],
+        "peeked": ["j-1", "j-2"],
+        "dead_letters": 2,
+    }
+
+
+async def test_a_read_only_dashboard_shows_a_tqadmin_file_and_leaves_it_byte_for_byte(
+    tmp_path: Path, tq_db: Path
+) -> None:
+    with unchanged(tq_db.parent):
+        shows_the_file(await look(TqadminApp(environ=read_only_profile(tmp_path, tq_db), refresh_s=3600)))
 
 
 async def test_a_read_only_dashboard_shows_another_applications_file_empty_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    db = folder / "theirs.db"
+    db = data_folder(tmp_path) / "theirs.db"
     foreign_file(db)
-    before = state(folder)
-    seen = await look(TqadminApp(environ=read_only_profile(tmp_path, db), refresh_s=3600))
+    with unchanged(db.parent):
+        seen = await look(TqadminApp(environ=read_only_profile(tmp_path, db), refresh_s=3600))
     assert seen == {"queues": [], "workers": [], "schedules": [], "errors": []}
-    assert state(folder) == before
 
 
-def test_a_dashboard_run_by_a_user_who_may_not_write_the_file_shows_it(tmp_path: Path) -> None:
-    reason = permissions_bind()
-    if reason is not None:
-        pytest.skip(reason)
-    folder = tmp_path / "data"
-    folder.mkdir()
-    db = folder / "tq.db"
-    tqadmin_file(db)
-    made_read_only(db)
-    before = state(folder)
-    try:
-        root = Path(__file__).resolve().parents[2]
+def test_a_dashboard_run_by_a_user_who_may_not_write_the_file_shows_it(tmp_path: Path, tq_db: Path) -> None:
+    with unwritable(tq_db), unchanged(tq_db.parent):
         shown = subprocess.run(
             as_reader([sys.executable, str(LOOK)]),
-            env={**read_only_profile(tmp_path, db), "PYTHONPATH": str(root)},
+            env={**read_only_profile(tmp_path, tq_db), "PYTHONPATH": str(ROOT)},
             capture_output=True,
             text=True,
             timeout=240,
             check=False,
         )
-        assert shown.returncode == 0, shown.stderr
-        what_a_look_at_tqadmin_file_shows(json.loads(shown.stdout.splitlines()[-1]))
-        assert state(folder) == before
-    finally:
-        writable_again(db)
+    assert shown.returncode == 0, shown.stderr
+    shows_the_file(json.loads(shown.stdout.splitlines()[-1]))
