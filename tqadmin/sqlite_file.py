@@ -40,7 +40,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from enum import Enum
 from pathlib import Path
 from urllib.parse import quote
 
@@ -54,6 +53,7 @@ from tqadmin.errors import (
     ReadOnly,
     Unreachable,
 )
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_url
 from tqadmin.private import PRIVATE_FILE, make_private_folder
 from tqadmin.sqlite_readonly import ChangedWhileRead, read_only, stand_in
@@ -127,18 +127,6 @@ def network_filesystem(path: Path, mounts: str | None = None) -> tuple[str, str]
 def is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc)
     return "locked" in text or "busy" in text
-
-
-class Access(Enum):
-    """What a user does with the file, which decides how it is opened."""
-
-    READ = "read"
-    """Reads only: ``mode=ro`` through :mod:`tqadmin.sqlite_readonly`; nothing in the file or beside it
-    changes, a file that does not exist is :class:`NoDatabase`."""
-    WRITE = "write"
-    """Writes a file that exists (``mode=rw``), creating its tables when they are missing."""
-    CREATE = "create"
-    """Writes, and creates the file (0600) and its folders (0700) when they do not exist yet."""
 
 
 _OBJECT = re.compile(r"\s*CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")

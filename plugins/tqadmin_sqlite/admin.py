@@ -15,10 +15,10 @@ import time
 from typing import ClassVar
 
 from tqadmin.errors import ReadOnly
+from tqadmin.file_access import Access
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
-from tqadmin.sqlite_file import Access
 from tqadmin_sqlite import rows
 from tqadmin_sqlite.capabilities import CAPABILITIES
 from tqadmin_sqlite.database import BrokerFile, Clock

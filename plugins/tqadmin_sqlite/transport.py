@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from tqadmin.errors import TqadminError
+from tqadmin.file_access import Access
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.transport import (
@@ -21,7 +22,6 @@ from tqadmin.plugin.transport import (
     PublishResult,
     publish_options,
 )
-from tqadmin.sqlite_file import Access
 from tqadmin_sqlite import SQLitePlugin, rows
 from tqadmin_sqlite.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqlite.consuming import SQLiteConsumer

@@ -12,9 +12,9 @@ import pytest
 from tqadmin.config import Overrides, resolve
 from tqadmin.errors import NotAuthorized, Unreachable
 from tqadmin.exporter.polling import ProfilePoller
+from tqadmin.file_access import Access
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
 

@@ -16,7 +16,8 @@ import pytest
 from sqlite_files import as_reader, data_folder, foreign_file, state, unchanged, unwritable
 
 from tqadmin.errors import ReadOnly, Unreachable
-from tqadmin.sqlite_file import Access, SQLiteFile
+from tqadmin.file_access import Access
+from tqadmin.sqlite_file import SQLiteFile
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
@@ -139,7 +140,8 @@ def test_a_reader_has_no_writing_connection(tmp_path: Path) -> None:
 READ_IN_A_PROCESS = """
 import sys
 from pathlib import Path
-from tqadmin.sqlite_file import Access, SQLiteFile
+from tqadmin.file_access import Access
+from tqadmin.sqlite_file import SQLiteFile
 path = Path(sys.argv[1])
 file = SQLiteFile(path, url="sqlite:///" + sys.argv[1], what="test file", access=Access.READ, timeout_s=5)
 with file.read() as db:

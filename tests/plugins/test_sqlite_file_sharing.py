@@ -33,7 +33,7 @@ def run_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 CLAIM_THEN_DIE = """
     import os, signal, sys
     from tqadmin.plugin.base import BrokerConfig
-    from tqadmin.sqlite_file import Access
+    from tqadmin.file_access import Access
     from tqadmin_sqlite.database import BrokerFile
     from tqadmin_sqlite import rows
 

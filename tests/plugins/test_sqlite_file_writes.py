@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tqadmin.errors import BadResponse
-from tqadmin.sqlite_file import Access, SQLiteFile
+from tqadmin.file_access import Access
+from tqadmin.sqlite_file import SQLiteFile
 
 PARENT = "CREATE TABLE parent (id INTEGER PRIMARY KEY)"
 CHILD = "CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED, note TEXT)"

@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store, redis_history
 from tqadmin.store.history import (
     HISTORY_COARSENING,

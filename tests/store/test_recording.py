@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
 from tqadmin.store.recording import (

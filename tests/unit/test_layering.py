@@ -55,6 +55,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.logs",
             "tqadmin.sqlite_file",
             "tqadmin.sqlite_readonly",
+            "tqadmin.file_access",
             # Small files every upper floor shares: the Redis plumbing (client, scripts, errors) of the store
             # and the Redis plugin, private files and folders, the URL prefix rule, plain text tables.
             "tqadmin.redis_client",

@@ -10,9 +10,9 @@ from pathlib import Path
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
-from tqadmin.sqlite_file import Access
 from tqadmin.store.lease import open_cron_store
 from tqadmin.tables import table
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.tables import table
 from tqadmin.telemetry.snapshot import WorkerHistory

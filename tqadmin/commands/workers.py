@@ -14,10 +14,10 @@ from typing import Any
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError
+from tqadmin.file_access import Access
 from tqadmin.frameworks.summary import TQADMIN
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table

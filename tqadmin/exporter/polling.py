@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
@@ -28,7 +29,6 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading, liveness
-from tqadmin.sqlite_file import Access
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store

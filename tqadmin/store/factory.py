@@ -12,9 +12,9 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_url
 from tqadmin.prefixes import split_prefix
-from tqadmin.sqlite_file import Access
 from tqadmin.store.base import Retention, StateStore
 from tqadmin.store.keys import DEFAULT_PREFIX
 

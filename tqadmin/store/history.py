@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tqadmin.errors import ConfigError
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.prefixes import split_prefix
-from tqadmin.sqlite_file import Access
 from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
@@ -318,7 +318,7 @@ def open_history(
 ) -> HistoryStore:
     """The history kept in the state store at ``url`` (``redis://``, ``rediss://``, ``sqlite:///PATH``),
     under the same prefix as :func:`~tqadmin.store.open_store` uses. ``access`` says what the caller does
-    with an SQLite file (:class:`~tqadmin.sqlite_file.Access`): a reader's is ``READ``, which writes nothing
+    with an SQLite file (:class:`~tqadmin.file_access.Access`): a reader's is ``READ``, which writes nothing
     and finds a file that does not exist :class:`~tqadmin.errors.NoDatabase`."""
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX

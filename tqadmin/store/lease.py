@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from tqadmin.errors import UsageError
-from tqadmin.sqlite_file import Access
+from tqadmin.file_access import Access
 
 
 def tick_id(name: str, scheduled: int) -> str:

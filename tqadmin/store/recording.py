@@ -23,9 +23,9 @@ from itertools import pairwise
 from typing import ClassVar, Self, TypedDict, Unpack
 
 from tqadmin.config import Settings
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
-from tqadmin.sqlite_file import Access
 from tqadmin.store.history import (
     DEFAULT_MAX_SERIES,
     QUEUES,

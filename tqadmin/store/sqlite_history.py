@@ -14,7 +14,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tqadmin.sqlite_file import Access, SQLiteFile
+from tqadmin.file_access import Access
+from tqadmin.sqlite_file import SQLiteFile
 from tqadmin.store.history import TIERS, HistoryStore, Tier, admitted
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 
@@ -29,7 +30,7 @@ SCHEMA = (
 
 class SQLiteHistory(HistoryStore):
     """:class:`HistoryStore` in an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`), its rows under
-    the store's prefix as their namespace; a reader's (:attr:`~tqadmin.sqlite_file.Access.READ`) writes
+    the store's prefix as their namespace; a reader's (:attr:`~tqadmin.file_access.Access.READ`) writes
     nothing, and reads a file without the history's tables as an empty history."""
 
     def __init__(

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.sqlite_file import Access
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
