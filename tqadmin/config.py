@@ -122,6 +122,7 @@ class Settings:
             timeout_s=self.timeout_s,
             options=dict(self.broker_options),
             celery_events=self.celery_events,
+            read_only=self.read_only,
         )
 
     def describe(self) -> str:

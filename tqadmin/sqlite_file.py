@@ -24,6 +24,10 @@ Why each setting:
   it 0600 in folders it creates 0700 (SQLite gives the ``-wal`` and ``-shm`` files the database's mode). A
   reader never creates it, nor its folder: a path that does not exist is :class:`NoDatabase`, so a typo is
   said instead of looking like an empty broker (and leaving a stray file behind).
+- **readers write nothing**: a file opened for reading (:attr:`Access.READ`) is read by
+  :mod:`tqadmin.sqlite_readonly` (``mode=ro``, one connection per read, missing tables read as empty):
+  no schema, no journal mode, no lock but the shared one every reader takes, and no file created beside it.
+  Only writers set the settings above and create their tables.
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -45,10 +50,13 @@ from tqadmin.errors import (
     ConnectTimeout,
     NoDatabase,
     NotAuthorized,
+    ReadOnly,
     Unreachable,
 )
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_url
 from tqadmin.private import PRIVATE_FILE, make_private_folder
+from tqadmin.sqlite_readonly import ChangedWhileRead, read_only, stand_in
 
 MOUNTS = Path("/proc/mounts")
 # Filesystem types (as /proc/mounts names them) whose locks or shared memory SQLite's WAL cannot rely on.
@@ -121,29 +129,47 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+_OBJECT = re.compile(r"\s*CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+
+
 class SQLiteFile:
     """Connections to one database file, one per thread, and its write and read transactions.
 
-    ``what`` names the file's user in messages ("state store", "SQLite broker"); ``create``: whether this
-    user writes, and so may create the file (and its folders) when it does not exist yet.
+    ``what`` names the file's user in messages ("state store", "SQLite broker"); ``access``: whether this
+    user writes, and may create the file (and its folders) when it does not exist yet; ``schema``: the
+    ``CREATE ... IF NOT EXISTS`` statements of the user's tables and indexes, which a writer runs when any is
+    missing and a reader reads as empty tables where the file lacks them.
     """
 
-    def __init__(self, path: Path, *, url: str, what: str, create: bool, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str,
+        what: str,
+        access: Access,
+        schema: Sequence[str] = (),
+        timeout_s: float = 10.0,
+    ) -> None:
         self.path = path
         self.url = url
         self.what = what
+        self.access = access
         self.timeout_s = timeout_s
         self._local = threading.local()
         self._connections: list[tuple[int, sqlite3.Connection]] = []  # (pid that opened it, connection)
         self._lock = threading.Lock()
         self._check_place()
-        if create:
+        if access is Access.CREATE:
             self._create()
         elif not path.is_file():
             raise NoDatabase(path, what)
         self._key = os.path.realpath(path)
         # mode=rw: never create the file, even should it vanish while open (a new one would be empty)
         self._uri = f"file:{quote(str(path))}?mode=rw"
+        self._stand_ins = dict(made for made in map(stand_in, schema) if made is not None)
+        if access is not Access.READ:
+            self._create_missing(schema)
 
     @property
     def where(self) -> str:
@@ -171,8 +197,26 @@ class SQLiteFile:
         except OSError as exc:
             raise Unreachable(f"cannot create the {self.where}: {exc.strerror}") from None
 
+    def _create_missing(self, schema: Sequence[str]) -> None:
+        """Run ``schema`` in one write transaction when any table or index it names is missing (a look
+        first, so that opening a file that has them all takes no write lock)."""
+        wanted = {found.group(1) for found in map(_OBJECT.match, schema) if found is not None}
+        with self.read() as db:
+            present = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if wanted <= present:
+            return
+        with self.write() as db:
+            for statement in schema:
+                db.execute(statement)
+
+    def _writer_only(self) -> None:
+        """A reader's file has no writing connection: reaching for one is a bug, refused before anything."""
+        if self.access is Access.READ:
+            raise ReadOnly(f"writing the {self.what}")
+
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection (a forked child never reuses its parent's)."""
+        """This thread's writing connection (a forked child never reuses its parent's)."""
+        self._writer_only()
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None or getattr(self._local, "pid", None) != os.getpid():
             with self.translated():
@@ -199,6 +243,11 @@ class SQLiteFile:
                     f"{self.where} stayed locked past the timeout of {self.timeout_s:g} s ({text}): another"
                     " process held a transaction that long"
                 ) from None
+            if ("readonly" in text or "permission" in text) and self.access is Access.READ:
+                raise NotAuthorized(
+                    f"{self.where} could not be read ({text}); check the permissions of the file, of its"
+                    " -wal and -shm files and of its folder"
+                ) from None
             if "readonly" in text or "permission" in text:
                 raise NotAuthorized(f"{self.where} is not writable ({text}); check its permissions") from None
             if "disk" in text or "full" in text:
@@ -208,11 +257,22 @@ class SQLiteFile:
             ) from None
         except sqlite3.DatabaseError as exc:
             raise BadResponse(f"{self.where} is not a usable database ({exc})") from None
+        except ChangedWhileRead as exc:
+            raise Unreachable(f"{self.where}: {exc}; read again") from None
+        except FileNotFoundError:
+            raise NoDatabase(self.path, self.what) from None
+        except PermissionError as exc:
+            raise NotAuthorized(
+                f"{self.where} is not readable ({exc.strerror}); check its permissions"
+            ) from None
+        except OSError as exc:
+            raise Unreachable(f"cannot use the {self.where} ({exc.strerror})") from None
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding the write lock from its start; rolled back on any exception,
         a failed ``COMMIT`` included (SQLite leaves the transaction open then, holding the file's lock)."""
+        self._writer_only()
         with self.translated(), writer_lock(self._key):
             connection = self.connection()
             self._begin(connection)
@@ -227,7 +287,12 @@ class SQLiteFile:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: its queries see one snapshot, and no writer waits for it (WAL)."""
+        """One read transaction: its queries see one snapshot, and no writer waits for it (WAL). A reader's
+        is :func:`tqadmin.sqlite_readonly.read_only`'s, which writes nothing."""
+        if self.access is Access.READ:
+            with self.translated(), read_only(self.path, self._stand_ins, self.timeout_s) as db:
+                yield db
+            return
         with self.translated():
             connection = self.connection()
             connection.execute("BEGIN")

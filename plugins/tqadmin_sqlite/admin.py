@@ -1,9 +1,12 @@
 """The admin face of the SQLite broker: figures, peeks and transfers straight from the file.
 
-Every read is one read transaction, which no writer waits for (WAL). Every write is one transaction: purge
-and the server-side move are a statement or two; the client-side transfers (move with a filter, replay,
-export, purge with a backup, import, delete by id) run on
-:class:`~tqadmin_sqlite.transfer.SQLiteTransferSession`.
+Every read is one read transaction on the file opened read-only, which no writer waits for and which writes
+nothing (:mod:`tqadmin.sqlite_readonly`). The file is opened for writing on the first write only. Every write
+is one transaction: purge and the server-side move are a statement or two; the client-side transfers (move
+with a filter, replay, export, purge with a backup, import, delete by id) run on
+:class:`~tqadmin_sqlite.transfer.SQLiteTransferSession`. A read-only profile's admin never opens the file for
+writing: its sessions (export, ``dead-letters``, dry runs) are :class:`~tqadmin_sqlite.transfer.SQLiteLook`,
+which read rows without leasing them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from tqadmin.errors import ReadOnly
+from tqadmin.file_access import Access
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing
@@ -19,7 +24,7 @@ from tqadmin_sqlite.capabilities import CAPABILITIES
 from tqadmin_sqlite.database import BrokerFile, Clock
 from tqadmin_sqlite.listing import queue_stats
 from tqadmin_sqlite.rows import UNHELD
-from tqadmin_sqlite.transfer import SQLiteTransferSession
+from tqadmin_sqlite.transfer import SQLiteLook, SQLiteTransferSession
 
 SERVER_SIDE = "server-side: one SQLite transaction (copies in, originals out)"
 
@@ -28,7 +33,19 @@ class SQLiteAdmin(BrokerAdmin):
     capabilities: ClassVar[Capabilities] = CAPABILITIES
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
-        self.broker = BrokerFile(config, clock, create=False)  # a look never creates the file
+        self.broker = BrokerFile(config, clock, access=Access.READ)  # a look never creates or changes it
+        self._config = config
+        self._clock = clock
+        self._writer: BrokerFile | None = None
+
+    def _writing(self, action: str) -> BrokerFile:
+        """The file opened for writing, on the first write; never in a read-only profile (whose gate
+        refuses every write before it gets here)."""
+        if self._config.read_only:
+            raise ReadOnly(action)
+        if self._writer is None:
+            self._writer = BrokerFile(self._config, self._clock, access=Access.WRITE)
+        return self._writer
 
     def list_queues(self) -> QueueListing:
         with self.broker.read() as (db, now_ms):
@@ -51,11 +68,13 @@ class SQLiteAdmin(BrokerAdmin):
         return PeekResult(queue, tuple(rows.to_message(row) for row in found), self.capabilities.peek_cost)
 
     def open_transfer(self, queue: str) -> TransferSession:
-        return SQLiteTransferSession(self.broker, queue)
+        if self._config.read_only:
+            return SQLiteLook(self.broker, queue)
+        return SQLiteTransferSession(self._writing("transfer"), queue)
 
     def purge(self, queue: str) -> int:
         """Drop every message no consumer holds (as RabbitMQ keeps unacked ones), in one statement."""
-        with self.broker.write() as tx:
+        with self._writing("purge").write() as tx:
             rows.require_queues(tx.db, self.broker.where, queue)
             cursor = tx.db.execute(
                 f"DELETE FROM tqb_messages WHERE queue = ? AND {UNHELD}", (queue, tx.now_ms)
@@ -65,7 +84,7 @@ class SQLiteAdmin(BrokerAdmin):
     def server_side_move(self, source: str, target: str, limit: int | None) -> ActionReport:
         """Move what no consumer holds, oldest first, in one transaction: the copies (at the tail of
         ``target``, headers untouched) and the removal of the originals commit together or not at all."""
-        with self.broker.write() as tx:
+        with self._writing("move").write() as tx:
             rows.require_queues(tx.db, self.broker.where, source, target)
             chosen = (
                 f"SELECT id FROM tqb_messages WHERE queue = :source AND {UNHELD.replace('?', ':now')}"
@@ -93,3 +112,5 @@ class SQLiteAdmin(BrokerAdmin):
 
     def close(self) -> None:
         self.broker.close()
+        if self._writer is not None:
+            self._writer.close()

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from tqadmin.file_access import Access
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.sqlite_file import SQLiteFile, path_of
 
@@ -58,30 +59,22 @@ class Tx:
 
 
 class BrokerFile:
-    """The SQLite file of one ``sqlite:///PATH`` broker URL, with the broker's tables created. ``create``:
-    the transport face (publish, consume) creates a file that does not exist yet; the admin face, whose
-    reads must not leave a file behind, refuses it (:class:`~tqadmin.errors.NoDatabase`)."""
+    """The SQLite file of one ``sqlite:///PATH`` broker URL. ``access``: the transport face (publish,
+    consume) creates a file that does not exist yet, and the broker's tables in it (``CREATE``); the admin
+    face's writes need the file to exist (``WRITE``); its reads open it read-only (``READ``), which changes
+    nothing and reads a file without the broker's tables as a broker without queues."""
 
-    def __init__(self, config: BrokerConfig, clock: Clock = time.time, *, create: bool) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = time.time, *, access: Access) -> None:
         self.file = SQLiteFile(
             path_of(config.url),
             url=config.url,
             what="SQLite broker",
-            create=create,
+            access=access,
+            schema=SCHEMA,
             timeout_s=config.timeout_s,
         )
         self.clock = clock
         self._pruned_ms: int | None = None  # broker time of this process's last pruning
-        with self.file.translated():
-            created = (
-                self.file.connection()
-                .execute("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('tqb_messages', 'tqb_clock')")
-                .fetchone()[0]
-            )
-        if created < 2:
-            with self.file.write() as db:
-                for statement in SCHEMA:
-                    db.execute(statement)
 
     @property
     def where(self) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from tqadmin.errors import TqadminError
+from tqadmin.file_access import Access
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.transport import (
@@ -33,7 +34,7 @@ class SQLiteTransport(BrokerTransport):
     capabilities: ClassVar[TransportCapabilities] = TRANSPORT_CAPABILITIES
 
     def __init__(self, config: BrokerConfig, clock: Clock = time.time) -> None:
-        self.broker = BrokerFile(config, clock, create=True)
+        self.broker = BrokerFile(config, clock, access=Access.CREATE)
 
     def declare(self, queue: str) -> None:
         with self.broker.write() as tx:

@@ -12,6 +12,7 @@ import pytest
 from tqadmin.config import Overrides, resolve
 from tqadmin.errors import NotAuthorized, Unreachable
 from tqadmin.exporter.polling import ProfilePoller
+from tqadmin.file_access import Access
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store
@@ -90,7 +91,7 @@ def test_each_poll_goes_to_the_profiles_history_so_the_dashboard_can_chart_it(is
     poller = poller_for(ScriptedAdmin((ORDERS,)))
     poller.poll()
     poller.close()
-    history = open_history(settings.store_url, create=False)
+    history = open_history(settings.store_url, access=Access.READ)
     [(_, figures)] = history.queue_history("default", "orders", TIERS[0])
     history.close()
     assert figures["messages"] == 4
@@ -102,6 +103,6 @@ def test_a_read_only_profile_writes_no_history(isolated_env: Path) -> None:
     poller = ProfilePoller(settings, 5.0, connect_admin=lambda: ScriptedAdmin((ORDERS,)))  # type: ignore[arg-type,return-value]
     poller.poll()
     poller.close()
-    history = open_history(settings.store_url, create=False)
+    history = open_history(settings.store_url, access=Access.READ)
     assert history.queue_history("default", "orders", TIERS[0]) == []
     history.close()

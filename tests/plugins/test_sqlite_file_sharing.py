@@ -33,10 +33,11 @@ def run_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 CLAIM_THEN_DIE = """
     import os, signal, sys
     from tqadmin.plugin.base import BrokerConfig
+    from tqadmin.file_access import Access
     from tqadmin_sqlite.database import BrokerFile
     from tqadmin_sqlite import rows
 
-    broker = BrokerFile(BrokerConfig(url=sys.argv[1]), create=True)
+    broker = BrokerFile(BrokerConfig(url=sys.argv[1]), access=Access.CREATE)
     commit = sys.argv[2] == "commit"
     with broker.write() as tx:
         taken = rows.claim(tx, "q", "doomed", 100, 500)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tqadmin.errors import BadResponse
+from tqadmin.file_access import Access
 from tqadmin.sqlite_file import SQLiteFile
 
 PARENT = "CREATE TABLE parent (id INTEGER PRIMARY KEY)"
@@ -21,7 +22,7 @@ CHILD = "CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE IN
 
 
 def opened(path: Path) -> SQLiteFile:
-    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5, create=True)
+    return SQLiteFile(path, url=f"sqlite:///{path}", what="test file", timeout_s=0.5, access=Access.CREATE)
 
 
 def test_a_commit_that_fails_is_rolled_back_and_frees_the_write_lock(tmp_path: Path) -> None:

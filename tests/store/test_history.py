@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store, redis_history
 from tqadmin.store.history import (
@@ -220,7 +221,7 @@ def test_every_task_type_a_job_may_have_is_recorded_however_wide_its_characters(
 def test_a_reader_of_a_missing_sqlite_file_raises_no_database_and_creates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "nowhere" / "store.db"
     with pytest.raises(NoDatabase):
-        open_history(f"sqlite:///{path}", create=False)
+        open_history(f"sqlite:///{path}", access=Access.READ)
     assert not path.parent.exists()
 
 
@@ -290,7 +291,7 @@ def test_a_reader_shares_the_state_stores_sqlite_file(tmp_path: Path) -> None:
     state = open_store(url)  # the file the workers' store made
     writer = open_history(url, tiers=SMALL)
     writer.record_queues("prod", 100, [queue("orders", 7)])
-    reader = open_history(url, tiers=SMALL, create=False)
+    reader = open_history(url, tiers=SMALL, access=Access.READ)
     assert reader.queue_history("prod", "orders", FINE)[0][1]["messages"] == 7
     for opened in (reader, writer, state):
         opened.close()

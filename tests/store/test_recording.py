@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
@@ -106,7 +107,7 @@ def test_a_poller_writes_at_most_one_point_per_kind_every_five_seconds(url: str)
     for step in range(10):  # a dashboard polling every second
         clock.now = T0 + step
         recorder.record_queues([depth("orders", step)])
-    history = open_history(url, create=False)
+    history = open_history(url, access=Access.READ)
     points = history.queue_history("prod", "orders", TIERS[0])
     history.close()
     assert RECORD_EVERY_S == 5.0
@@ -187,7 +188,7 @@ def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucke
         writer.start()
     for writer in writers:
         writer.join()
-    history = open_history(url, create=False)
+    history = open_history(url, access=Access.READ)
     points = history.queue_history("prod", "orders", TIERS[0])
     tasks = history.task_history("prod", "send_email", TIERS[0])
     history.close()

@@ -13,6 +13,7 @@ from tests.tui.conftest import notifications, screen_text, select_queue, text_of
 from tests.tui.seeded import until
 from tests.tui.seeding import SeededAdmin
 from tqadmin.config import Overrides, Settings, resolve
+from tqadmin.file_access import Access
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
 from tqadmin.store.recording import SPANS
@@ -49,7 +50,7 @@ def beat(settings: Settings, done: int) -> None:
 
 
 def recorded(settings: Settings, queue: str = "orders") -> int:
-    history = open_history(settings.store_url, create=False)
+    history = open_history(settings.store_url, access=Access.READ)
     try:
         return len(history.queue_history("default", queue, TIERS[0]))
     finally:

@@ -54,6 +54,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.audit",
             "tqadmin.logs",
             "tqadmin.sqlite_file",
+            "tqadmin.sqlite_readonly",
+            "tqadmin.file_access",
             # Small files every upper floor shares: the Redis plumbing (client, scripts, errors) of the store
             # and the Redis plugin, private files and folders, the URL prefix rule, plain text tables, the
             # finite-number check.

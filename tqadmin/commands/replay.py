@@ -15,6 +15,7 @@ from tqadmin.admin.paths import run_transfer
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import add_transfer_options, finish, request_from
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.store import open_store
 
 
@@ -43,7 +44,7 @@ def completion_lookup(ctx: CommandContext, stack: ExitStack) -> Callable[[Sequen
     """``done_among`` of the configured completion store (``--store``), closed when the run ends; on a
     fresh machine (no store file yet) no job is done."""
     try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         return lambda _ids: set()

@@ -10,6 +10,7 @@ from pathlib import Path
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import NoDatabase
+from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
 from tqadmin.store.lease import open_cron_store
@@ -30,7 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
     try:
-        store = open_cron_store(ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, create=False)
+        store = open_cron_store(
+            ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, access=Access.READ
+        )
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         status = before_any_cron(file_schedules)

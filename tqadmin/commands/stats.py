@@ -8,6 +8,7 @@ from typing import Any
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.store import open_store
 from tqadmin.tables import table
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise UsageError("--window must be a positive number of seconds")
     now_s, histories = time.time(), list[WorkerHistory]()
     try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
     else:

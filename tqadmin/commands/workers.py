@@ -14,6 +14,7 @@ from typing import Any
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError
+from tqadmin.file_access import Access
 from tqadmin.frameworks.summary import TQADMIN
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 def _own_workers(ctx: CommandContext, failures: list[tuple[str, TqadminError]]) -> list[WorkerRecord]:
     """tqadmin's workers from the state store; none on a fresh machine (said on stderr)."""
     try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, create=False)
+        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         return []

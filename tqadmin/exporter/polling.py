@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
@@ -85,10 +86,10 @@ class ProfilePoller:
             connect_admin or (lambda: plugin_for_url(settings.broker_url).admin(settings.broker_config()))
         )
         self._store: Lazy[StateStore] = Lazy(
-            lambda: open_store(settings.store_url, timeout_s=timeout, create=False)
+            lambda: open_store(settings.store_url, timeout_s=timeout, access=Access.READ)
         )
         self._cron: Lazy[CronStore] = Lazy(
-            lambda: open_cron_store(settings.store_url, cron_namespace, timeout, create=False)
+            lambda: open_cron_store(settings.store_url, cron_namespace, timeout, access=Access.READ)
         )
         self._ledger = WorkerLedger()
         self._recorder = recorder_for(settings, clock)

@@ -60,12 +60,16 @@ class DriverLogger:
 class BrokerConfig:
     """Where and how a plugin connects. ``url`` and options may carry credentials: the repr masks them, so a
     traceback that prints its locals shows none. ``celery_events``: the profile lets the admin face listen
-    to Celery's task events (a queue or a subscription of its own, never a control command)."""
+    to Celery's task events (a queue or a subscription of its own, never a control command). ``read_only``:
+    the profile is read-only, so the admin face sends no write at all, not even one a look would make on
+    its broker (an SQLite transfer session's leases): its sessions only read, and refuse to ack or
+    publish."""
 
     url: str
     timeout_s: float = 10.0
     options: Mapping[str, str] = field(default_factory=dict)
     celery_events: bool = False
+    read_only: bool = False
 
     def option(self, name: str) -> str | None:
         """The value of the plugin option ``name``, or ``None`` when not set."""

@@ -12,6 +12,7 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_url
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.base import Retention, StateStore
@@ -44,13 +45,14 @@ def open_store(
     timeout_s: float = 10.0,
     prefix: str | None = None,
     retention: Retention | None = None,
-    create: bool = True,
+    access: Access = Access.CREATE,
 ) -> StateStore:
     """A connected :class:`StateStore` for ``redis://``, ``rediss://`` or ``sqlite:///PATH``.
 
     ``prefix`` given here wins over the URL's ``prefix`` parameter; the default is ``tq``. A reader passes
-    ``create=False``: an SQLite file that does not exist is then :class:`~tqadmin.errors.NoDatabase`
-    instead of a new, empty store left behind.
+    ``access=Access.READ``: an SQLite file is then read without writing anything in it or beside it, and
+    one that does not exist is :class:`~tqadmin.errors.NoDatabase` instead of a new, empty store left
+    behind.
     """
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
@@ -64,7 +66,7 @@ def open_store(
         from tqadmin.store.sqlite_store import SQLiteStore
 
         return SQLiteStore.from_url(
-            url, timeout_s=timeout_s, prefix=chosen, retention=retention, create=create
+            url, timeout_s=timeout_s, prefix=chosen, retention=retention, access=access
         )
 
     return by_scheme(url, "state store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tqadmin.errors import ConfigError
+from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
@@ -312,14 +313,15 @@ def open_history(
     url: str,
     *,
     timeout_s: float = 10.0,
-    create: bool = True,
+    access: Access = Access.CREATE,
     max_series: int = DEFAULT_MAX_SERIES,
     prefix: str | None = None,
     tiers: Sequence[Tier] = TIERS,
 ) -> HistoryStore:
     """The history kept in the state store at ``url`` (``redis://``, ``rediss://``, ``sqlite:///PATH``),
-    under the same prefix as :func:`~tqadmin.store.open_store` uses. A reader passes ``create=False``: an
-    SQLite file that does not exist is then :class:`~tqadmin.errors.NoDatabase`, and nothing is created."""
+    under the same prefix as :func:`~tqadmin.store.open_store` uses. ``access`` says what the caller does
+    with an SQLite file (:class:`~tqadmin.file_access.Access`): a reader's is ``READ``, which writes nothing
+    and finds a file that does not exist :class:`~tqadmin.errors.NoDatabase`."""
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
     if max_series < 0:
@@ -335,6 +337,6 @@ def open_history(
         from tqadmin.sqlite_file import path_of
         from tqadmin.store.sqlite_history import SQLiteHistory
 
-        return SQLiteHistory(path_of(url), timeout_s=timeout_s, create=create, **options)
+        return SQLiteHistory(path_of(url), timeout_s=timeout_s, access=access, **options)
 
     return by_scheme(url, "history store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from tqadmin.errors import UsageError
+from tqadmin.file_access import Access
 
 
 def tick_id(name: str, scheduled: int) -> str:
@@ -208,10 +209,11 @@ def check_namespace(namespace: str) -> str:
 
 
 def open_cron_store(
-    url: str, namespace: str = "default", timeout_s: float = 10.0, *, create: bool = True
+    url: str, namespace: str = "default", timeout_s: float = 10.0, *, access: Access = Access.CREATE
 ) -> CronStore:
     """The cron store at ``url`` (``redis://``, ``rediss://`` or ``sqlite:///PATH``); a driver is imported
-    only here. A reader passes ``create=False``, so that a missing SQLite file is not created."""
+    only here. A reader passes ``access=Access.READ``: an SQLite file is then read without writing anything,
+    and one that does not exist is not created."""
     check_namespace(namespace)
     scheme = url.split("://", 1)[0].lower()
     if scheme in ("redis", "rediss"):
@@ -221,7 +223,7 @@ def open_cron_store(
     if scheme == "sqlite":
         from tqadmin.store.sqlite_lease import SQLiteCronStore
 
-        return SQLiteCronStore.from_url(url, namespace, timeout_s, create=create)
+        return SQLiteCronStore.from_url(url, namespace, timeout_s, access=access)
     from tqadmin.errors import ConfigError
     from tqadmin.masking import mask_url
 

@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Self, TypedDict, Unpack
+from typing import ClassVar, Self, TypedDict, Unpack
 
 from tqadmin.config import Settings
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store.history import (
@@ -88,9 +89,14 @@ class HistoryOptions(TypedDict, total=False):
 
 
 class ProfileHistory:
-    """One profile's history in the store at ``store_url``, opened on first use as a reader (never creating
-    the embedded file) and again after a failure. ``connect`` opens a history of the caller's instead (a
-    test's, on its own clock); ``fresh`` says when a missing embedded file is one nothing created yet."""
+    """One profile's history in the store at ``store_url``, opened on first use (never creating the
+    embedded file; with :attr:`access`) and again after a failure. ``connect`` opens a history of the
+    caller's instead (a test's, on its own clock); ``fresh`` says when a missing embedded file is one
+    nothing created yet."""
+
+    access: ClassVar[Access] = Access.READ
+    """How the embedded file is opened: read-only (nothing in it or beside it changes) unless this user
+    records."""
 
     def __init__(self, store_url: str, profile: str, **options: Unpack[HistoryOptions]) -> None:
         self.profile = profile
@@ -100,7 +106,11 @@ class ProfileHistory:
         max_series = options.get("max_series", DEFAULT_MAX_SERIES)
         self._history: Lazy[HistoryStore] = Lazy(
             options.get("connect")
-            or (lambda: open_history(store_url, timeout_s=timeout_s, create=False, max_series=max_series))
+            or (
+                lambda: open_history(
+                    store_url, timeout_s=timeout_s, access=self.access, max_series=max_series
+                )
+            )
         )
 
     @classmethod
@@ -121,6 +131,8 @@ class ProfileHistory:
 class HistoryRecorder(ProfileHistory):
     """Writes one profile's queue figures and task totals into the history, at most every
     :data:`RECORD_EVERY_S` per kind."""
+
+    access: ClassVar[Access] = Access.WRITE
 
     def __init__(self, store_url: str, profile: str, **options: Unpack[HistoryOptions]) -> None:
         super().__init__(store_url, profile, **options)

@@ -14,24 +14,24 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tqadmin.file_access import Access
 from tqadmin.sqlite_file import SQLiteFile
 from tqadmin.store.history import TIERS, HistoryStore, Tier, admitted
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.sqlite_store import apply_schema
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tq_history_series (
-    id INTEGER PRIMARY KEY, ns TEXT NOT NULL, profile TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
-    seen_s REAL NOT NULL, UNIQUE (ns, profile, kind, name));
-CREATE TABLE IF NOT EXISTS tq_history_points (
-    series INTEGER NOT NULL, tier INTEGER NOT NULL, bucket INTEGER NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (series, tier, bucket)) WITHOUT ROWID;
-"""
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS tq_history_series (id INTEGER PRIMARY KEY, ns TEXT NOT NULL,"
+    " profile TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, seen_s REAL NOT NULL,"
+    " UNIQUE (ns, profile, kind, name))",
+    "CREATE TABLE IF NOT EXISTS tq_history_points (series INTEGER NOT NULL, tier INTEGER NOT NULL,"
+    " bucket INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (series, tier, bucket)) WITHOUT ROWID",
+)
 
 
 class SQLiteHistory(HistoryStore):
     """:class:`HistoryStore` in an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`), its rows under
-    the store's prefix as their namespace."""
+    the store's prefix as their namespace; a reader's (:attr:`~tqadmin.file_access.Access.READ`) writes
+    nothing, and reads a file without the history's tables as an empty history."""
 
     def __init__(
         self,
@@ -42,15 +42,15 @@ class SQLiteHistory(HistoryStore):
         timeout_s: float = 10.0,
         max_series: int = 2000,
         tiers: Sequence[Tier] = TIERS,
-        create: bool = True,
+        access: Access = Access.CREATE,
     ) -> None:
         self.url = url or f"sqlite:///{path}"
         self.prefix = check_prefix(prefix)
         self.max_series = max_series
         self.tiers = tuple(tiers)
-        self._file = SQLiteFile(path, url=self.url, what="state store", create=create, timeout_s=timeout_s)
-        with self._file.write() as db:
-            apply_schema(db, SCHEMA)
+        self._file = SQLiteFile(
+            path, url=self.url, what="state store", access=access, schema=SCHEMA, timeout_s=timeout_s
+        )
 
     def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, str]) -> int:
         with self._file.write() as db:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from tqadmin.file_access import Access
 from tqadmin.prefixes import split_prefix
 from tqadmin.sqlite_file import SQLiteFile, path_of
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
@@ -59,17 +60,17 @@ class SQLiteCronStore(CronStore):
         self._file = file
         self._ns = f"{check_prefix(prefix)}:{namespace}"
         self._clock = clock
-        with self._file.write() as db:
-            for statement in SCHEMA:
-                db.execute(statement)
 
     @classmethod
     def from_url(
-        cls, url: str, namespace: str, timeout_s: float = 10.0, *, create: bool = True
+        cls, url: str, namespace: str, timeout_s: float = 10.0, *, access: Access = Access.CREATE
     ) -> SQLiteCronStore:
-        """``url`` may carry ``?prefix=`` like every store URL; ``create=False`` for a reader."""
+        """``url`` may carry ``?prefix=`` like every store URL; a reader's ``access`` is ``READ``, which
+        writes nothing and reads a file without the cron's tables as a cron that never ran."""
         base, prefix = split_prefix(url)
-        file = SQLiteFile(path_of(base), url=base, what="state store", create=create, timeout_s=timeout_s)
+        file = SQLiteFile(
+            path_of(base), url=base, what="state store", access=access, schema=SCHEMA, timeout_s=timeout_s
+        )
         return cls(file, namespace, prefix or DEFAULT_PREFIX)
 
     def _now_ms(self) -> int:

@@ -3,8 +3,9 @@
 Each operation is one ``BEGIN IMMEDIATE`` transaction, so claims and commits from several processes on the
 host serialise on the database's write lock; a ``ctx.once`` effect gets the connection inside that
 transaction and is rolled back with the completion mark if anything fails, which is stronger than Redis's
-MULTI. Times come from the local clock, shared by every process on the host. ``prefix`` is a namespace
-column, so tests and deployments can share a file.
+MULTI. A reader (``tqadmin workers``, ``stats``, the dashboard, the exporter) opens the file read-only and
+writes nothing. Times come from the local clock, shared by every process on the host. ``prefix`` is a
+namespace column, so tests and deployments can share a file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from tqadmin.file_access import Access
 from tqadmin.sqlite_file import SQLiteFile, path_of
 from tqadmin.store.base import (
     Claim,
@@ -29,29 +31,21 @@ from tqadmin.store.base import (
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tq_jobs (
-    ns TEXT NOT NULL, job_id TEXT NOT NULL, state TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
-    token INTEGER NOT NULL DEFAULT 0, expires_ms INTEGER, crashes INTEGER NOT NULL DEFAULT 0,
-    done_at_ms INTEGER, updated_ms INTEGER NOT NULL, PRIMARY KEY (ns, job_id));
-CREATE INDEX IF NOT EXISTS tq_jobs_updated ON tq_jobs (ns, updated_ms);
-CREATE TABLE IF NOT EXISTS tq_workers (
-    ns TEXT NOT NULL, worker_id TEXT NOT NULL, snapshot TEXT NOT NULL, beat_ms INTEGER NOT NULL,
-    ttl_ms INTEGER NOT NULL, PRIMARY KEY (ns, worker_id));
-CREATE TABLE IF NOT EXISTS tq_history (
-    ns TEXT NOT NULL, worker_id TEXT NOT NULL, at_ms INTEGER NOT NULL, snapshot TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms);
-"""
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS tq_jobs (ns TEXT NOT NULL, job_id TEXT NOT NULL, state TEXT NOT NULL,"
+    " owner TEXT NOT NULL DEFAULT '', token INTEGER NOT NULL DEFAULT 0, expires_ms INTEGER,"
+    " crashes INTEGER NOT NULL DEFAULT 0, done_at_ms INTEGER, updated_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (ns, job_id))",
+    "CREATE INDEX IF NOT EXISTS tq_jobs_updated ON tq_jobs (ns, updated_ms)",
+    "CREATE TABLE IF NOT EXISTS tq_workers (ns TEXT NOT NULL, worker_id TEXT NOT NULL,"
+    " snapshot TEXT NOT NULL, beat_ms INTEGER NOT NULL, ttl_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (ns, worker_id))",
+    "CREATE TABLE IF NOT EXISTS tq_history (ns TEXT NOT NULL, worker_id TEXT NOT NULL,"
+    " at_ms INTEGER NOT NULL, snapshot TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS tq_history_at ON tq_history (ns, worker_id, at_ms)",
+)
 
 _DONE_AMONG_CHUNK = 500
-
-
-def apply_schema(db: sqlite3.Connection, schema: str) -> None:
-    """Run each ``;``-separated statement of ``schema`` inside the caller's transaction (``executescript``
-    would commit it first)."""
-    for statement in schema.split(";"):
-        if statement.strip():
-            db.execute(statement)
 
 
 class _EffectFailed(Exception):
@@ -64,7 +58,9 @@ class _EffectFailed(Exception):
 
 class SQLiteStore(StateStore):
     """:class:`StateStore` on an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`: WAL, one connection
-    per thread), possibly the embedded broker's file too: its tables are its own."""
+    per thread), possibly the embedded broker's file too: its tables are its own. ``access`` is
+    :attr:`~tqadmin.file_access.Access.READ` for a reader (``tqadmin workers``, the dashboard), which writes
+    nothing and reads a file without the store's tables as an empty store."""
 
     def __init__(
         self,
@@ -75,15 +71,15 @@ class SQLiteStore(StateStore):
         timeout_s: float = 10.0,
         retention: Retention | None = None,
         clock: Callable[[], float] = time.time,
-        create: bool = True,
+        access: Access = Access.CREATE,
     ) -> None:
         self.url = url or f"sqlite:///{path}"
         self.prefix = check_prefix(prefix)
-        self._file = SQLiteFile(path, url=self.url, what="state store", create=create, timeout_s=timeout_s)
+        self._file = SQLiteFile(
+            path, url=self.url, what="state store", access=access, schema=SCHEMA, timeout_s=timeout_s
+        )
         self._retention = retention or Retention()
         self._clock = clock
-        with self._file.write() as db:
-            apply_schema(db, SCHEMA)
 
     @classmethod
     def from_url(
@@ -93,21 +89,16 @@ class SQLiteStore(StateStore):
         timeout_s: float = 10.0,
         prefix: str = DEFAULT_PREFIX,
         retention: Retention | None = None,
-        create: bool = True,
+        access: Access = Access.CREATE,
     ) -> SQLiteStore:
-        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; ``create=False`` for a reader,
-        which a file that does not exist stops (:class:`~tqadmin.errors.NoDatabase`)."""
+        """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; a reader's ``access`` is
+        :attr:`~tqadmin.file_access.Access.READ`, which a file that does not exist stops
+        (:class:`~tqadmin.errors.NoDatabase`)."""
         return cls(
-            path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention, create=create
+            path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention, access=access
         )
 
     # -- plumbing --------------------------------------------------------------------------------------
-
-    def _translated(self) -> contextlib.AbstractContextManager[None]:
-        return self._file.translated()
-
-    def _connection(self) -> sqlite3.Connection:
-        return self._file.connection()
 
     def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction, holding the database's write lock from the start."""
@@ -212,8 +203,7 @@ class SQLiteStore(StateStore):
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         done: set[str] = set()
-        with self._translated():
-            db = self._connection()
+        with self._file.read() as db:
             for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 marks = ",".join("?" * len(chunk))
                 rows = db.execute(
@@ -260,10 +250,8 @@ class SQLiteStore(StateStore):
 
     def workers(self) -> list[WorkerRecord]:
         now = self._now_ms()
-        with self._translated():
-            rows = self._connection().execute(
-                "SELECT snapshot, beat_ms, ttl_ms FROM tq_workers WHERE ns = ?", (self.prefix,)
-            )
+        with self._file.read() as db:
+            rows = db.execute("SELECT snapshot, beat_ms, ttl_ms FROM tq_workers WHERE ns = ?", (self.prefix,))
             records = [
                 WorkerRecord(WorkerSnapshot.decode(doc), max(now - beat, 0) / 1000, now - beat <= ttl)
                 for doc, beat, ttl in rows
@@ -274,8 +262,7 @@ class SQLiteStore(StateStore):
         now = self._now_ms()
         start = now - int(window_s * 1000)
         histories = []
-        with self._translated():
-            db = self._connection()
+        with self._file.read() as db:
             active = db.execute(
                 "SELECT worker_id, snapshot, beat_ms FROM tq_workers WHERE ns = ? AND beat_ms >= ?",
                 (self.prefix, start),

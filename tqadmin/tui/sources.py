@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.base import StateStore
@@ -63,7 +64,7 @@ class StoreTelemetry:
         self.window_s = window_s
         self._fresh = fresh
         self._store: Lazy[StateStore] = Lazy(
-            connect or (lambda: open_store(store_url, timeout_s=timeout_s, create=False))
+            connect or (lambda: open_store(store_url, timeout_s=timeout_s, access=Access.READ))
         )
         self._ledger = WorkerLedger()
 
@@ -175,7 +176,7 @@ class StoreCron:
     ) -> None:
         self._fresh = fresh
         self._store: Lazy[CronStore] = Lazy(
-            lambda: open_cron_store(store_url, namespace, timeout_s, create=False)
+            lambda: open_cron_store(store_url, namespace, timeout_s, access=Access.READ)
         )
 
     def read(self) -> CronView:
