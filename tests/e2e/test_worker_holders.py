@@ -5,6 +5,7 @@
   by that process: it joins the run and is settled with its outcome (acked as a duplicate once the run is
   done; carrying the run's retry when it failed, since the original delivery went with the channel), instead
   of being sent to wait out the renewed lease in a delay queue (16.8 s after a ``stop_app`` / ``start_app``).
+  A copy held by another worker's run looks again within a second, not once that lease has run out.
 - A worker process that dies leaves claims: the supervisor gives them up at once from its run ledger, the
   running job's charged its crash, the waiting ones released, instead of leaving them to their leases (30 s
   each time a job kills its process, before).
@@ -25,6 +26,7 @@ from amqp_proxy import AmqpProxy
 from rabbit_queues import queues_named
 from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
+from tqadmin.store.factory import open_store
 from tqadmin.store.keys import job_key
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
@@ -91,6 +93,22 @@ def test_a_copy_of_a_job_whose_run_fails_after_the_connection_drops_carries_that
     finally:
         pipeline.stop_all()
         proxy.close()
+
+
+def test_a_copy_held_by_another_workers_run_is_acked_soon_after_that_run_is_done(pipeline: Pipeline) -> None:
+    """The holder is elsewhere: the copy looks again after a second (or the rest of the lease, if sooner),
+    not once the 120 s lease has run out, so it waits about as long as the other run."""
+    pipeline.publish([{"task_type": "count", "id": "elsewhere"}])
+    store = open_store(pipeline.store_url)
+    try:
+        held = store.claim(pipeline.id_prefix + "elsewhere", "another-worker", 120)
+        pipeline.start()
+        pipeline.wait_for(lambda: delay_queues(pipeline) != [], 30, "the copy to wait, found held")
+        assert store.complete(held)  # the other worker's run is done
+    finally:
+        store.close()
+    pipeline.wait_for(lambda: pipeline.pending() == 0, WITHIN_S, "the copy to be acked as a duplicate")
+    assert pipeline.runs() == {}  # never run here
 
 
 def test_the_claims_a_killed_worker_process_held_are_given_up_by_its_supervisor_at_once(
