@@ -5,13 +5,14 @@ on another one (before) in the same rounds, in turn:
 
 - restart: 2,000 jobs through 4 ``tqadmin worker``s (4 job threads, prefetch 16, the default 30 s lease) on a
   RabbitMQ node of the bench's own (tests/rabbitmq_node.py, classic queues). Most jobs take 20 ms; 8 among the
-  last hundred take 20 s. Chaos: one worker process is SIGKILLed every 2 s (its supervisor starts another)
-  until half the jobs are done; a second after the long jobs are all running, the broker application stops
-  and starts again (``rabbitmqctl stop_app``, 3 s, ``start_app``: 10 to 15 s down on a busy machine), so the
-  long runs straddle the restart and their copies come back while they go on. Timed from the broker's return
-  (its AMQP port accepting again) to the last effect committed (what was left of the long runs: the floor)
-  and to the work queue and its delay queues empty (every copy settled; the node's management API, its
-  statistics every 250 ms): the difference is how long the copies waited after their runs.
+  last hundred run until the bench lets them end. Chaos: one worker process is SIGKILLed every 2 s (its
+  supervisor starts another) until half the jobs are done; a second after the long jobs are all running, the
+  broker application stops and starts again (``rabbitmqctl stop_app``, 3 s, ``start_app``: 10 to 15 s down
+  on a busy machine), and the long runs end a second after the broker is back: their copies, redelivered,
+  come while the runs go on. Timed from the broker's return (its AMQP port accepting again) to the last
+  effect committed (about that second: the floor) and to the work queue and its delay queues empty (every
+  copy settled; the node's management API, its statistics every 250 ms): the difference is how long the
+  copies waited after their runs.
 - poison: 100 jobs, 5 of which kill their process (``os._exit``), through 2 workers with ``--prefetch 10
   --crash-limit 3`` (4 job threads, the default 30 s lease) on the machine's RabbitMQ and Redis: seconds from
   the workers' start until the five are dead-lettered ``crash_loop``.
@@ -58,7 +59,7 @@ DEADLINE_S = 400.0
 
 RESTART_JOBS = 2000
 LONG_AT = range(RESTART_JOBS - 80, RESTART_JOBS, 10)
-LONG_S = 20.0
+RELEASE_AFTER_S = 1.0
 WORK_S = 0.02
 KILL_EVERY_S = 2.0
 DOWN_S = 3.0
@@ -169,7 +170,7 @@ def restart(tree: Path, folder: Path) -> dict[str, float]:
     run = Run(tree, node.url(), folder)
     try:
         jobs = [
-            {"task_type": "work", "id": f"r{i}", "work_s": LONG_S if i in LONG_AT else WORK_S}
+            {"task_type": "work", "id": f"r{i}", "work_s": WORK_S, "until_released": i in LONG_AT}
             for i in range(RESTART_JOBS)
         ]
         run.publish(jobs)
@@ -187,6 +188,8 @@ def restart(tree: Path, folder: Path) -> dict[str, float]:
         node.stop_app()
         time.sleep(DOWN_S)
         back = time.time() - (time.monotonic() - node.start_app())
+        time.sleep(max(0.0, back + RELEASE_AFTER_S - time.time()))
+        run.redis.set(f"{run.key}:released", 1)
         wait_until(lambda: len(run.done()) == RESTART_JOBS, "effect of every job", run)
         drained = wait_until(
             lambda: family_messages(node.management_url(), run.queue) == 0, "empty queue", run

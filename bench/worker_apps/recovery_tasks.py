@@ -20,10 +20,15 @@ _redis = redis.Redis.from_url(os.environ.get("BENCH_REDIS_URL", "redis://127.0.0
 
 @task("work")
 def work(ctx: Any, job: dict[str, Any]) -> None:
-    """Sleeps ``work_s``."""
+    """Sleeps ``work_s``; with ``until_released``, then until the bench sets ``<key>:released``
+    (120 s at most)."""
     key = job["key"]
     _redis.hincrby(f"{key}:runs", ctx.job_id, 1)
     time.sleep(job["work_s"])
+    if job.get("until_released"):
+        deadline = time.monotonic() + 120
+        while not _redis.exists(f"{key}:released") and time.monotonic() < deadline:
+            time.sleep(0.05)
     ctx.once(lambda tx: tx.hset(f"{key}:done", ctx.job_id, repr(time.time())))
 
 
