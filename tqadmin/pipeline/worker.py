@@ -16,7 +16,8 @@ The work is a few rooms with one owner each; this module only builds them and st
 - take and claim: :mod:`tqadmin.pipeline.intake` (two ways: with the store's shared round trips, or without);
 - run: :mod:`tqadmin.pipeline.running` (the runs under way, the gate that lets a suspect run alone);
 - settle: :mod:`tqadmin.pipeline.settler`, the one route to an ack, a retry, a dead letter and a completion
-  mark;
+  mark (a copy of a job running here, redelivered after a reconnect, is settled with that run:
+  :mod:`tqadmin.pipeline.copies`);
 - monitor: :mod:`tqadmin.pipeline.monitor` (timeouts, leases, heartbeats).
 
 A retry or a dead letter carries the body exactly as the producer published it; the retries made so far
@@ -75,9 +76,8 @@ class Worker:
     ) -> None:
         self.settings = settings
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
-        self._ledger = (
-            ledger  # its claims and runs, for its supervisor to read (None: runs' starts to the store)
-        )
+        # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
+        self._ledger = ledger
         if ledger is not None:
             ledger.clear()  # what a dead predecessor left there is its supervisor's business, already done
         self.transport = transport
