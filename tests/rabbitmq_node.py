@@ -1,9 +1,11 @@
 """A RabbitMQ node of a test's own, on loopback ports, that the test may stop and start again.
 
 A real broker restart (``rabbitmqctl stop``, then ``rabbitmq-server`` on the same data directory: durable
-queues and persistent messages survive) without touching the node on 5672 that every other test uses. The
-node has no plugins, its own name, AMQP port, distribution port and directory; it is started as the machine's
-own RabbitMQ is (the packaged ``rabbitmq-server``, which runs as the ``rabbitmq`` user).
+queues and persistent messages survive; or the application alone, ``stop_app`` / ``start_app``) without
+touching the node on 5672 that every other test uses. The node has no plugins unless asked for its
+management API (``management=True``, on a port of its own, statistics every 250 ms), its own name, AMQP
+port, distribution port and directory; it is started as the machine's own RabbitMQ is (the packaged
+``rabbitmq-server``, which runs as the ``rabbitmq`` user).
 """
 
 from __future__ import annotations
@@ -38,14 +40,18 @@ def fixed_port() -> int:
 
 
 class RabbitMQNode:
-    def __init__(self) -> None:
+    def __init__(self, *, management: bool = False) -> None:
         self.name = f"tq{uuid.uuid4().hex[:8]}@localhost"
         self.port = fixed_port()
+        self.management_port = fixed_port() if management else None
         self.directory = Path(tempfile.mkdtemp(prefix="tq-rabbit-"))
-        (self.directory / "rabbitmq.conf").write_text(
-            f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\n"
-        )
-        (self.directory / "enabled_plugins").write_text("[].\n")
+        config = f"listeners.tcp.1 = 127.0.0.1:{self.port}\nloopback_users = none\n"
+        if self.management_port is not None:
+            config += f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.management_port}\n"
+            config += "collect_statistics_interval = 250\n"
+        (self.directory / "rabbitmq.conf").write_text(config)
+        plugins = "[rabbitmq_management]" if management else "[]"
+        (self.directory / "enabled_plugins").write_text(f"{plugins}.\n")
         for sub in ("mnesia", "log"):
             (self.directory / sub).mkdir()
         self._hand_to_the_rabbitmq_user()
@@ -74,9 +80,12 @@ class RabbitMQNode:
         self.process = subprocess.Popen(
             ["rabbitmq-server"], env=self.env, stdout=log, stderr=log, cwd=self.directory
         )
+        return self._accepting()
+
+    def _accepting(self) -> float:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"rabbitmq-server ended: {self.output()}")
             try:
                 socket.create_connection(self.address, timeout=1).close()
@@ -84,6 +93,29 @@ class RabbitMQNode:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError(f"rabbitmq-server not up within {START_TIMEOUT_S:g} s: {self.output()}")
+
+    def management_url(self) -> str:
+        assert self.management_port is not None, "a node made without management=True"
+        return f"http://127.0.0.1:{self.management_port}/api"
+
+    def stop_app(self) -> None:
+        """Stop the RabbitMQ application, the Erlang node staying up (``rabbitmqctl stop_app``): every
+        connection closed, the port shut, unacked deliveries requeued."""
+        self._ctl("stop_app")
+
+    def start_app(self) -> float:
+        """Start the application again; returns the ``time.monotonic()`` at which its AMQP port accepted."""
+        self._ctl("start_app")
+        return self._accepting()
+
+    def _ctl(self, command: str) -> None:
+        subprocess.run(
+            ["rabbitmqctl", "-n", self.name, command],
+            check=True,
+            env=self.env,
+            capture_output=True,
+            timeout=120,
+        )
 
     def stop(self) -> None:
         """Stop the node as an operator does (``rabbitmqctl stop``): every connection closed, port shut."""

@@ -79,9 +79,11 @@ def noop(ctx: Any, job: dict[str, Any]) -> None:
 
 @task("flaky", max_retries=5)
 def flaky(ctx: Any, job: dict[str, Any]) -> None:
-    """Fails until run ``succeed_on``; records the time of every run to check the retry gaps."""
+    """Fails until run ``succeed_on`` (each failing run taking ``seconds``, 0 unless given); records the time
+    of every run to check the retry gaps."""
     _redis.rpush(f"{job['key']}:times:{ctx.job_id}", repr(time.time()))
     if ctx.attempt < job["succeed_on"]:
+        time.sleep(job.get("seconds", 0))
         raise TransientError(f"run {ctx.attempt} fails on purpose")
     _ran(ctx, job)
     _effect(ctx, job)

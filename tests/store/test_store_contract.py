@@ -111,6 +111,26 @@ def test_a_started_claim_renews_completes_and_releases_as_a_claimed_one(store: S
     assert store.done_among(["job-1"]) == {"job-1"}
 
 
+def test_the_claims_of_a_dead_holder_are_given_up_at_once_and_the_started_ones_charged_a_crash(
+    store: StateStore,
+) -> None:
+    """What a supervisor does when its worker process dies: nothing waits out a 30 s lease. A run under way
+    (the run ledger says so; the store may not know it started) is charged its crash on the next claim; a
+    claim whose run had not started, or whose task had returned, is released; a superseded one is left."""
+    ran, waited, returned = store.claim_many(["ran", "waited", "returned"], "dead", 30)
+    assert store.start(returned)  # the monitor recorded its start; its task returned before the death
+    taken = store.claim("taken", "dead", SHORT)
+    time.sleep(PAST)
+    later = store.claim("taken", "alive", 30)  # the dead holder's lease on it ran out and it moved on
+    assert store.abandon_many([ran], started=True) == [True]
+    assert store.abandon_many([waited, returned, taken], started=False) == [True, True, False]
+    again = store.claim_many(["ran", "waited", "returned", "taken"], "next", 30)
+    assert [(c.state, c.crashes) for c in again[:3]] == [(ClaimState.CLAIMED, n) for n in (1, 0, 0)]
+    assert (again[3].state, again[3].owner, again[3].token) == (ClaimState.HELD, "alive", later.token)
+    assert not store.complete(ran)  # the dead holder's token is fenced off
+    assert store.abandon_many([], started=True) == []
+
+
 def test_a_released_job_can_be_claimed_at_once_with_a_new_token(store: StateStore) -> None:
     first = store.claim("job-1", "worker-a", 30)
     assert store.release(first)

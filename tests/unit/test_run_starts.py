@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tqadmin.pipeline.job import new_job
-from tqadmin.pipeline.ledger import RunLedger
+from tqadmin.pipeline.ledger import Left, RunLedger
 from tqadmin.pipeline.outcomes import Run
 from tqadmin.pipeline.starts import RunStarts
 from tqadmin.pipeline.tasks import TaskSpec
@@ -35,17 +35,21 @@ def a_run(job_id: str) -> Run:
 def test_under_a_supervisor_a_start_costs_no_store_round_trip_and_ends_with_its_task() -> None:
     store, ledger = StoreStarts(), RunLedger(2)
     starts, run = RunStarts(store, ledger), a_run("j1")
+    ledger.hold("j1", 7)  # as the claim's trip wrote it
     assert starts.begin(run)
-    assert ledger.left() == [("j1", 7)] and not run.recorded and store.sent == []
+    assert ledger.left() == [Left("j1", 7, running=True)] and not run.recorded and store.sent == []
     starts.end(run)
-    assert ledger.left() == []
+    assert ledger.left() == [Left("j1", 7, running=False)]  # held until its mark lands: no crash to charge
 
 
-def test_a_run_the_ledger_cannot_hold_is_recorded_in_the_store_before_it_runs() -> None:
+def test_a_run_whose_claim_the_ledger_does_not_hold_is_recorded_in_the_store_before_it_runs() -> None:
     store, ledger = StoreStarts(), RunLedger(1)
     starts = RunStarts(store, ledger)
     first, second = a_run("j1"), a_run("j2")
-    assert starts.begin(first) and starts.begin(second)  # the ledger's one slot is taken by the first
+    ledger.hold("j1", 7)
+    ledger.running("j1", 7)
+    assert not ledger.hold("j2", 7)  # the one slot holds a running claim
+    assert starts.begin(first) and starts.begin(second)
     assert store.sent == [["j2"]] and second.recorded and not first.recorded
 
 

@@ -16,7 +16,7 @@ from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
-from tqadmin.pipeline.ledger import RunLedger, charge_crashes
+from tqadmin.pipeline.ledger import RunLedger, recover_claims
 from tqadmin.pipeline.supervisor import Restart, restarts, supervise
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.worker import Worker, WorkerSettings
@@ -91,7 +91,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
     # Made before the fork, so the supervisor reads what a dead child left there (docs: the run ledger).
-    ledger = RunLedger(2 * settings.concurrency) if settings.dedup else None
+    ledger = (
+        RunLedger.for_window(settings.effective_prefetch, settings.concurrency) if settings.dedup else None
+    )
 
     def opening() -> StateStore:
         from tqadmin.store.factory import open_store
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
 
     return supervise(
-        child, on_death=None if ledger is None else functools.partial(charge_crashes, ledger, opening)
+        child, on_death=None if ledger is None else functools.partial(recover_claims, ledger, opening)
     )
 
 

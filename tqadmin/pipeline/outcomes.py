@@ -45,7 +45,6 @@ class Run:
     run_s: float = 0.0
     abandoned: bool = False
     solo: bool | None = None  # how it holds the SoloGate: alone (True), beside others (False), not (None)
-    slot: int | None = None  # its start's slot in the run ledger while its task runs (None: not there)
     recorded: bool = False  # the store has its start (a crash of the process from now on is charged)
 
 

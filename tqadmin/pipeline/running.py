@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from tqadmin.masking import shown
+from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Outcome, Run
@@ -131,7 +132,8 @@ class Running:
 
 
 class Runner:
-    """Runs the jobs of one worker's ``consumer`` on the job threads, and settles them through ``settler``."""
+    """Runs the jobs of one worker's ``consumer`` on the job threads, and settles them through ``settler``;
+    a claimed run is open to ``copies`` of its job from its start until it is settled."""
 
     def __init__(
         self,
@@ -143,6 +145,7 @@ class Runner:
         running: Running,
         telemetry: Telemetry,
         trouble: Trouble,
+        copies: Copies,
         ledger: RunLedger | None = None,
     ) -> None:
         self._queue = queue
@@ -152,6 +155,7 @@ class Runner:
         self._running = running
         self._telemetry = telemetry
         self._trouble = trouble
+        self._copies = copies
         self._starts = RunStarts(trips.start_many, ledger) if trips is not None else None
 
     def guarded(self, delivery: Delivery | None, step: Callable[[], Outcome]) -> Outcome:
@@ -249,6 +253,7 @@ class Runner:
                 self._running.withdraw(run)
                 self._consumer.release([run.delivery])
                 return SETTLED
+            self._copies.open(run)
         run.started = time.monotonic()
         ctx = TaskContext(
             job.id, run.attempt, job.task_type, job_logger(log, job.id, job.task_type), self._queue

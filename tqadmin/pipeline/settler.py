@@ -10,7 +10,9 @@
   as the retry policy decides, its claim given back first;
 - a run that timed out (:meth:`Settler.timed_out`), as a failed one;
 - a delivery that must not run (:meth:`Settler.unrun`, :meth:`Settler.crash_looping`): already done (acked),
-  held by another worker (looked at again when that lease ends), crash-looping (quarantined);
+  a copy of a job this process is running (settled with that run: :mod:`tqadmin.pipeline.copies`), held by
+  another worker (looked at again when that lease ends or in a second, whichever comes first: the other run
+  may end long before its lease), crash-looping (quarantined);
 - a delivery that cannot run (:meth:`Settler.refuse`): malformed, or of a task this worker lacks.
 
 Nothing is acked before its successor is durable: the plugin publishes a retry or a dead letter with
@@ -21,6 +23,7 @@ waiting to run alone starts only when no neighbour's retry or mark is still on i
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -28,6 +31,7 @@ from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
 from tqadmin.masking import shown
+from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.outcomes import SETTLED, Failed, Finished, Run, Settled
@@ -43,10 +47,15 @@ from tqadmin.telemetry.counters import Telemetry
 
 log = logging.getLogger("tqadmin.worker")
 
+HELD_RELOOK_S = 1.0
+"""A job held by another worker is looked at again after the rest of that lease or this, whichever is sooner:
+the holder's run may end long before its lease does (leases are renewed while the run goes on)."""
+
 
 class Settler:
     """Settles the deliveries of one worker's ``consumer``; ``trips`` is its completion store (None without);
-    ``leased``: the broker leases deliveries (their delivery count then stands in for crashes)."""
+    ``leased``: the broker leases deliveries (their delivery count then stands in for crashes); ``copies``:
+    the runs under way, which copies of their jobs join."""
 
     def __init__(
         self,
@@ -58,6 +67,7 @@ class Settler:
         rng: random.Random,
         leased: bool,
         over: Callable[[Run], None],
+        copies: Copies,
     ) -> None:
         self._queue = settings.queue
         self._policy = settings.policy
@@ -67,6 +77,7 @@ class Settler:
         self._rng = rng
         self._leased = leased
         self._over = over
+        self._copies = copies
 
     # -- runs ----------------------------------------------------------------------------------------------
 
@@ -109,9 +120,9 @@ class Settler:
 
     def timed_out(self, run: Run, limit_s: float) -> None:
         """Settle a run the monitor abandoned past ``--job-timeout`` as a failed one."""
-        self._telemetry.finished(self._queue, run.job.task_type, time.monotonic() - run.started, ok=False)
+        run.run_s = time.monotonic() - run.started
         try:
-            self._failed(run, Failed(Failure.TIMEOUT, TimeoutError(f"the run took over {limit_s:g} s")))
+            self._settle(run, Failed(Failure.TIMEOUT, TimeoutError(f"the run took over {limit_s:g} s")))
         except TqadminError as exc:
             log.warning("could not settle timed-out job %s: %s", shown(run.job.id), exc)
         finally:  # only now: a suspect must not start while this job still holds its claim
@@ -129,19 +140,26 @@ class Settler:
         return None
 
     def _settle(self, run: Run, failure: Failed | None) -> None:
+        """Settle ``run``'s delivery, and the copies of its job that joined it, with what came of it."""
         self._telemetry.finished(self._queue, run.job.task_type, run.run_s, ok=failure is None)
-        if failure is None:
-            self._ack(run.delivery)
-        else:
-            self._failed(run, failure)
+        copies = self._copies.close(run)
+        try:
+            if failure is None:
+                self._carry(run.delivery, copies, self._ack, run.job.task_type)
+            else:
+                self._failed(run, failure, copies)
+        finally:
+            if copies:  # left unsettled by a failure of the store or the broker: back to the broker
+                self._consumer.release(copies)
 
-    def _failed(self, run: Run, failure: Failed) -> None:
+    def _failed(self, run: Run, failure: Failed, copies: list[Delivery]) -> None:
         job = run.job
         decision = self._policy.after_failure(run.attempt, failure.kind, self._rng, run.spec.max_retries)
         if run.claim is not None and self._trips is not None:
             self._trips.release(run.claim, forget_crashes=isinstance(decision, DeadLetter))
         if isinstance(decision, Retry):
-            if self._retry(run.delivery, decision.delay_s, retries=run.attempt):
+            retry = functools.partial(self._retry, delay_s=decision.delay_s, retries=run.attempt)
+            if self._carry(run.delivery, copies, retry, job.task_type):
                 self._telemetry.retried(self._queue, job.task_type)
             log.info(
                 "job %s attempt %d failed (%s); retry in %.2f s",
@@ -152,7 +170,24 @@ class Settler:
             )
         else:
             error = describe_error(failure.error)
-            self.refuse(run.delivery, decision.reason, error, run.attempt, job.task_type)
+            self.refuse(run.delivery, decision.reason, error, run.attempt, job.task_type, copies=copies)
+
+    def _carry(
+        self, delivery: Delivery, copies: list[Delivery], settle: Callable[[Delivery], bool], task_type: str
+    ) -> bool:
+        """Settle a job's outcome once (``settle``: ack, retry or dead-letter): on ``delivery`` or, when the
+        broker has taken that back (its channel closed), on the first of ``copies`` that takes it; the copies
+        after it are acked as duplicates, its successor being durable. ``copies`` is emptied as they are
+        settled; ``False`` when none carried the outcome (every one of them is back with the broker)."""
+        carried = settle(delivery)
+        while copies:
+            if carried:
+                self._telemetry.deduplicated(self._queue, task_type)
+                self._ack(copies[0])
+            else:
+                carried = settle(copies[0])
+            copies.pop(0)
+        return carried
 
     # -- deliveries that do not run ------------------------------------------------------------------------
 
@@ -163,8 +198,10 @@ class Settler:
             self._telemetry.deduplicated(self._queue, job.task_type)
             self._ack(delivery)
             return True
-        if claim.state is ClaimState.HELD:  # another worker runs it now: look again when its lease ends
-            self._retry(delivery, max(claim.retry_after_s, 0.1))
+        if claim.state is ClaimState.HELD:
+            if claim.owner == self._trips.owner and self._copies.join(job.id, delivery):
+                return True  # a copy of a job this process runs: settled with that run
+            self._retry(delivery, max(min(claim.retry_after_s, HELD_RELOOK_S), 0.1))
             return True
         quarantine = self._policy.before_run(claim.crashes)
         if quarantine is not None:
@@ -193,8 +230,8 @@ class Settler:
 
     # -- the broker's verbs: the only calls of them in the pipeline --------------------------------------
 
-    def _ack(self, delivery: Delivery) -> None:
-        self._consumer.ack(delivery)
+    def _ack(self, delivery: Delivery) -> bool:
+        return self._consumer.ack(delivery)
 
     def _retry(self, delivery: Delivery, delay_s: float, *, retries: int | None = None) -> bool:
         """Put ``delivery`` back after ``delay_s``, keeping when it was first seen and, for a failed run, the
@@ -204,18 +241,33 @@ class Settler:
             headers[HEADER_RETRY_COUNT] = retries
         return self._consumer.retry_later(delivery, delay_s, headers)
 
-    def refuse(self, delivery: Delivery, reason: str, error: str, attempts: int, task_type: str) -> None:
-        """Dead-letter ``delivery`` with why (``reason``, ``error``), the runs it had and its task type (a
-        registered one, or a label: the one it is counted under)."""
-        headers = dead_letter_headers(
-            reason=reason,
-            error=clip_error(error),
-            attempts=attempts,
-            queue=self._queue,
-            headers=delivery.message.headers,
-            now_s=time.time(),
-        )
-        if self._consumer.dead_letter(delivery, headers):
+    def refuse(
+        self,
+        delivery: Delivery,
+        reason: str,
+        error: str,
+        attempts: int,
+        task_type: str,
+        *,
+        copies: list[Delivery] | None = None,
+    ) -> None:
+        """Dead-letter ``delivery`` (or, when the broker took it back, one of the ``copies`` of its job that
+        joined its run) with why (``reason``, ``error``), the runs it had and its task type (a registered one,
+        or a label: the one it is counted under)."""
+        clipped = clip_error(error)
+
+        def dead_letter(one: Delivery) -> bool:
+            headers = dead_letter_headers(
+                reason=reason,
+                error=clipped,
+                attempts=attempts,
+                queue=self._queue,
+                headers=one.message.headers,
+                now_s=time.time(),
+            )
+            return self._consumer.dead_letter(one, headers)
+
+        if self._carry(delivery, copies if copies is not None else [], dead_letter, task_type):
             self._telemetry.dead_lettered(self._queue, task_type, reason)
         log.warning("dead-lettered a %s job (%s): %s", task_type, reason, shown(error))
 

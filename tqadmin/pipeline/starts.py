@@ -1,12 +1,13 @@
 """Every claimed run is recorded as started before its task runs: in the run ledger, else in the store.
 
 A crash is charged only to a job whose run had started when its worker died, so the start must be on record
-before the task runs (a poison job kills the process a moment later). Under a supervisor it goes into the
-:class:`~tqadmin.pipeline.ledger.RunLedger`, no round trip; the supervisor hands what is left there to the
-store if the process dies. Without a ledger (a worker run in-process) or when a run does not fit it, the store
-hears of the start first, and the job threads share those round trips (:class:`GroupStart`): whichever
-thread needs one while none is on the wire sends every start waiting then in one ``start_many``; the threads
-whose starts went out with it take their answers from it.
+before the task runs (a poison job kills the process a moment later). Under a supervisor the claim, written in
+the :class:`~tqadmin.pipeline.ledger.RunLedger` when it was taken, is marked running there, no round trip; the
+supervisor hands what is left there to the store if the process dies. Without a ledger (a worker run
+in-process) or for a claim the ledger does not hold, the store hears of the start first, and the job
+threads share those round trips (:class:`GroupStart`): whichever thread needs one while none is on the wire
+sends every start waiting then in one ``start_many``; the threads whose starts went out with it take their
+answers from it.
 """
 
 from __future__ import annotations
@@ -82,16 +83,13 @@ class RunStarts:
         Raises what a store round trip raised."""
         claim = run.claim
         assert claim is not None
-        if self._ledger is not None:
-            run.slot = self._ledger.enter(claim.job_id, claim.token)
-            if run.slot is not None:
-                return True
+        if self._ledger is not None and self._ledger.running(claim.job_id, claim.token):
+            return True
         run.recorded = True
         return self._group.start(claim)
 
     def end(self, run: Run) -> None:
-        """``run``'s task has returned: its slot, if it had one, is free."""
-        if run.slot is not None:
-            assert self._ledger is not None
-            self._ledger.leave(run.slot)
-            run.slot = None
+        """``run``'s task has returned: no crash to charge it with from now on (its claim may still be held
+        until its completion mark lands)."""
+        if self._ledger is not None and run.claim is not None:
+            self._ledger.running(run.claim.job_id, run.claim.token, now=False)

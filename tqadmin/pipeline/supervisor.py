@@ -9,9 +9,10 @@ restarted with exponential backoff and jitter (:class:`tqadmin.plugin.retrying.R
 every worker does not make them restart in lock step), and every restart is counted: in the log, and in the
 heartbeat of the next child (:func:`restarts`). A transient fault heals in the new process; a repeated one
 goes on being restarted, one warning with its count each time. The jobs it held are redelivered by the
-broker, and the completion store counts the crash against the job it had claimed, which is how a poison job
-ends as ``crash_loop``. A second pipe lets the child notice its supervisor died (SIGKILL) and exit rather
-than live on as an orphan.
+broker; the supervisor gives up at once the claims the dead child held (its run ledger), so they are claimed
+again without waiting out their leases, and the completion store counts the crash against the jobs it was
+running, which is how a poison job ends as ``crash_loop``. A second pipe lets the child notice its
+supervisor died (SIGKILL) and exit rather than live on as an orphan.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from tqadmin.backoff import Backoff
+from tqadmin.masking import mask_text
 from tqadmin.plugin.retrying import Retrying
 
 log = logging.getLogger("tqadmin.worker")
@@ -50,7 +52,8 @@ def restarts() -> int:
 def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None = None) -> int:
     """Run ``target`` in a forked child until it returns; restart it whenever it dies instead, or returns
     a :class:`Restart`. ``on_death()`` runs each time a child died without saying so, before anything else
-    (the worker charges a crash to the runs it left in its :class:`~tqadmin.pipeline.ledger.RunLedger`).
+    (the worker gives up the claims it left in its :class:`~tqadmin.pipeline.ledger.RunLedger`, charging a
+    crash to its runs under way); whatever it raises is logged, never the end of the supervisor.
 
     SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
     returned.
@@ -84,7 +87,7 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
             os.close(status_r)
             os.close(life_w)
             if not said and on_death is not None:
-                on_death()
+                _survive(on_death)
             if said[:1] and said[1:] != b"\x01":
                 return said[0]
             if stopping:
@@ -106,6 +109,18 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _survive(on_death: Callable[[], None]) -> None:
+    """``on_death()``, which must not end the supervisor: whatever it raises (a bug, a corrupt run ledger) is
+    logged, and the next child is started all the same."""
+    try:
+        on_death()
+    except Exception as exc:
+        log.warning(
+            "after a worker process died: %s (the next one is started)",
+            mask_text(f"{type(exc).__name__}: {exc}"),
+        )
 
 
 def _sleep_unless(stopping: list[bool], seconds: float) -> bool:

@@ -16,7 +16,8 @@ The work is a few rooms with one owner each; this module only builds them and st
 - take and claim: :mod:`tqadmin.pipeline.intake` (two ways: with the store's shared round trips, or without);
 - run: :mod:`tqadmin.pipeline.running` (the runs under way, the gate that lets a suspect run alone);
 - settle: :mod:`tqadmin.pipeline.settler`, the one route to an ack, a retry, a dead letter and a completion
-  mark;
+  mark (a copy of a job running here, redelivered after a reconnect, is settled with that run:
+  :mod:`tqadmin.pipeline.copies`);
 - monitor: :mod:`tqadmin.pipeline.monitor` (timeouts, leases, heartbeats).
 
 A retry or a dead letter carries the body exactly as the producer published it; the retries made so far
@@ -38,6 +39,7 @@ import time
 from collections.abc import Callable
 
 from tqadmin.backoff import START_WAIT_S
+from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.ledger import RunLedger
@@ -74,7 +76,8 @@ class Worker:
     ) -> None:
         self.settings = settings
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
-        self._ledger = ledger  # where its runs' starts go, for its supervisor to read (None: to the store)
+        # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
+        self._ledger = ledger
         if ledger is not None:
             ledger.clear()  # what a dead predecessor left there is its supervisor's business, already done
         self.transport = transport
@@ -85,7 +88,9 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.started_at = time.time()
         self._trips = (
-            None if store is None else StoreTrips(store, owner=self.worker_id, lease_s=settings.lease_s)
+            None
+            if store is None
+            else StoreTrips(store, owner=self.worker_id, lease_s=settings.lease_s, ledger=ledger)
         )
         n = settings.concurrency
         self._handoff = WindowHandoff(low=n, batch=max(n, settings.effective_prefetch // 4))
@@ -118,8 +123,16 @@ class Worker:
         leased = self.transport.capabilities.leased
         holding = HoldingConsumer(consumer) if leased else None
         consumer = holding or consumer
+        copies = Copies()
         settler = Settler(
-            s, consumer, self._trips, self.telemetry, rng=self.rng, leased=leased, over=self._running.over
+            s,
+            consumer,
+            self._trips,
+            self.telemetry,
+            rng=self.rng,
+            leased=leased,
+            over=self._running.over,
+            copies=copies,
         )
         runner = Runner(
             s.queue,
@@ -129,6 +142,7 @@ class Worker:
             running=self._running,
             telemetry=self.telemetry,
             trouble=self._trouble,
+            copies=copies,
             ledger=self._ledger,
         )
         intake = Intake(

@@ -78,6 +78,14 @@ class CompletionStore(ABC):
         starts afresh). ``False`` when the token is no longer current (nothing changed)."""
 
     @abstractmethod
+    def abandon_many(self, claims: Sequence[Claim], *, started: bool) -> list[bool]:
+        """The holder of ``claims`` is gone (its process died): give each up now, if its token is still
+        current, rather than let its lease run out while its redelivered job waits ``HELD``. With ``started``
+        (their runs were under way) each lease ends now as if it had run out, so the job's next claim counts
+        the crash at once; without, each is released as :meth:`release` does (no crash: its run had not
+        started, or its task had returned). ``False`` for a claim no longer current (nothing changed)."""
+
+    @abstractmethod
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         """Which of these jobs are marked done (for ``replay --skip-done`` and the demo's checks)."""
 

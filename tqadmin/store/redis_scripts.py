@@ -87,6 +87,23 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'crashes', 0) end
 return 1
 """)
 
+# KEYS[1] job ; ARGV token, started (0|1) -> 1 given up | 0 superseded
+# The holder died: a started claim's lease ends now (the next claim counts the crash), another is released.
+ABANDON = Script(
+    NOW_MS
+    + """
+local h = redis.call('HMGET', KEYS[1], 'state', 'token')
+if (h[1] ~= 'claimed' and h[1] ~= 'running') or h[2] ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], 'state', 'running', 'expires', now)
+else
+  redis.call('HSET', KEYS[1], 'state', 'released')
+  redis.call('HDEL', KEYS[1], 'expires')
+end
+return 1
+"""
+)
+
 # KEYS[1] job ; ARGV token -> 1 running | 0 superseded
 START = Script("""
 local h = redis.call('HMGET', KEYS[1], 'state', 'token')
@@ -119,4 +136,4 @@ return now
 """
 )
 
-ALL = (CLAIM, RENEW, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, START, BEAT)
+ALL = (CLAIM, RENEW, COMPLETE, COMPLETE_AND_CLAIM, RELEASE, ABANDON, START, BEAT)

@@ -200,6 +200,11 @@ class RedisStore(StateStore):
         )
         return bool(released)
 
+    def abandon_many(self, claims: Sequence[Claim], *, started: bool) -> list[bool]:
+        flag = "1" if started else "0"
+        calls = [(redis_scripts.ABANDON, (job_key(self.prefix, c.job_id),), (c.token, flag)) for c in claims]
+        return [bool(reply) for reply in self._eval(calls)] if calls else []
+
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         done: set[str] = set()
         with _translated(self.url):

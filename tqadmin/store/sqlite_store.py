@@ -201,6 +201,15 @@ class SQLiteStore(StateStore):
         with self._write() as db:
             return self._if_current(db, claim, f"state = 'released', expires_ms = NULL, crashes = {crashes}")
 
+    def abandon_many(self, claims: Sequence[Claim], *, started: bool) -> list[bool]:
+        if not claims:
+            return []
+        with self._write() as db:
+            if started:
+                now = self._now_ms()
+                return [self._if_current(db, c, "state = 'running', expires_ms = ?", now) for c in claims]
+            return [self._if_current(db, c, "state = 'released', expires_ms = NULL") for c in claims]
+
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         done: set[str] = set()
         with self._file.read() as db:
