@@ -2,9 +2,11 @@
 
 Labels are ``profile``, ``queue``, ``task_type``, ``reason``, ``framework`` and ``state``, never a worker id,
 host or pod. Past ``max_queues`` queues (over every profile, in profile then name order, so the same queues
-keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; task types are
-capped the same way. A figure the broker does not give (SQS's oldest-message age, a consumer count) is absent,
-never 0, and so is one that is not finite (Prometheus would serve it as ``+Inf``).
+keep their series from one scrape to the next) the rest are summed into one series per profile, labelled
+``queue="amq.tqadmin.folded", folded="true"`` (:data:`~tqadmin.telemetry.metric_names.OTHER_QUEUES`), which
+no queue's own series can be taken for; task types are capped the same way. A figure the broker does not
+give (SQS's oldest-message age, a consumer count) is absent, never 0, and so is one that is not finite
+(Prometheus would serve it as ``+Inf``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.exporter.polling import Reading
@@ -40,7 +43,7 @@ QUEUE_FIGURES: tuple[tuple[str, str, QueueFigure, Callable[[Iterable[float]], fl
 
 @dataclass(frozen=True, slots=True)
 class Folded:
-    """Series kept and folded into ``_other`` for one profile."""
+    """Series kept and folded (into the fold series, or the other task types') for one profile."""
 
     queues: tuple[QueueStats, ...]
     other_queues: tuple[QueueStats, ...]
@@ -115,7 +118,9 @@ def health_families(readings: Sequence[Reading], now_s: float) -> list[Metric]:
 
 def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
     family = GaugeMetricFamily(
-        names.QUEUES_FOLDED, 'Queues past --max-queues, summed into queue="_other".', labels=["profile"]
+        names.QUEUES_FOLDED,
+        f'Queues past --max-queues, summed into queue="{names.OTHER_QUEUES}" ({names.FOLDED}="true").',
+        labels=["profile"],
     )
     for reading in readings:
         family.add_metric([reading.profile], len(folded[reading.profile].other_queues))
@@ -133,8 +138,9 @@ def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
                 if value is not None:
                     family.add_metric([reading.profile, queue.name], value)
             present = [v for q in shown.other_queues if (v := finite(figure(q))) is not None]
-            if present:
-                family.add_metric([reading.profile, names.OTHER_QUEUES], combine(present))
+            if present:  # a queue label as every queue series has, and the one label only the fold has
+                labels = {"profile": reading.profile, "queue": names.OTHER_QUEUES, names.FOLDED: "true"}
+                family.samples.append(Sample(name, labels, combine(present)))
         result.append(family)
     return [*result, *_queue_contexts(readings, folded)]
 
