@@ -8,6 +8,7 @@ can live in the config file or the environment, so no one ever has to type a pas
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -275,21 +276,25 @@ def _profile_table(config: Mapping[str, Any], name: str | None, path: Path) -> M
 
 
 def _thresholds(table: Mapping[str, Any]) -> Thresholds:
-    def number(key: str) -> float | None:
+    """The profile's thresholds, each absent one at its documented default (:class:`Thresholds`), so the
+    dashboard and the alert rules apply the same ones."""
+    defaults = Thresholds()
+
+    def number(key: str, default: float | None) -> float | None:
         value = table.get(key)
         if value is None:
-            return None
-        if not isinstance(value, int | float):
-            raise ConfigError(f"threshold {key} must be a number")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigError(f"threshold {key} must be a finite number, not {value!r}")
         return float(value)
 
-    depth = number("depth_threshold")
-    dlq = number("dlq_threshold")
+    depth = number("depth_threshold", defaults.depth)
+    dlq = number("dlq_threshold", defaults.dlq_messages)
     return Thresholds(
         depth=int(depth) if depth is not None else None,
-        oldest_age_s=number("oldest_age_threshold_s"),
-        dlq_messages=int(dlq) if dlq is not None else 1,
-        failure_rate=number("failure_rate_threshold"),
+        oldest_age_s=number("oldest_age_threshold_s", defaults.oldest_age_s),
+        dlq_messages=int(dlq) if dlq is not None else None,
+        failure_rate=number("failure_rate_threshold", defaults.failure_rate),
     )
 
 

@@ -1,180 +1,214 @@
 """`tqadmin exporter --alert-rules`: Prometheus rules for exactly the conditions the dashboard paints red.
 
-A real embedded broker and store are set up to meet every condition (a queue over the depth, age and
-dead-letter thresholds, ready messages with no consumer, a dead-letter queue that must not count as
-unconsumed, a queue whose only worker is dead, a task type failing too often), the exporter scrapes them,
-the scrape becomes promtool's input series, and promtool must fire exactly the alerts the dashboard's
-conditions (tqadmin.alerting.conditions) give for the same figures.
+A real embedded broker and store are set up to meet every condition on both sides of the ``--max-queues``
+fold (tests/exporter/trouble.py), the exporter scrapes them, the scrape becomes promtool's input series, and
+promtool must fire exactly the alerts the dashboard's conditions (tqadmin.alerting.conditions) give for each
+queue with a series of its own, the failure-rate alert at its default threshold, and the fold alert; never a
+queue alert on the fold series. The dashboard's own painted rows are compared with the firing alerts in
+tests/tui/test_alerts_agree.py.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import pika
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tqadmin.alerting import conditions
-from tqadmin.alerting.rules import profile_rules, rules_yaml
-from tqadmin.config import Overrides, resolve
-from tqadmin.exporter.polling import ProfilePoller
-from tqadmin.exporter.service import Exporter
-from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.models import Message
-from tqadmin.plugin.registry import plugin_for_url
-from tqadmin.store import open_store
-from tqadmin.telemetry.counters import TaskStats
-from tqadmin.telemetry.snapshot import WorkerSnapshot
-
-ROOT = Path(__file__).resolve().parents[2]
-THRESHOLDS = (
-    "depth_threshold = 2\noldest_age_threshold_s = 0.001\ndlq_threshold = 1\nfailure_rate_threshold = 0.05\n"
+from tests.exporter.trouble import (
+    EVAL,
+    KEPT,
+    MAX_QUEUES,
+    PAST_THE_CAP,
+    PROFILE,
+    firing,
+    own_series,
+    pipeline_in_trouble,
+    promtool_test,
+    scrape,
+    settings,
 )
-
-
-def promtool() -> str:
-    found = shutil.which("promtool") or str(ROOT / ".tools" / "usr" / "bin" / "promtool")
-    assert Path(found).exists(), "promtool is missing: run scripts/ready-promtool (make test does)"
-    return found
+from tqadmin.alerting import conditions
+from tqadmin.alerting.rules import QUEUES_FOLDED, profile_rules, rules_yaml
+from tqadmin.config import Overrides, Thresholds, resolve
+from tqadmin.errors import ConfigError
+from tqadmin.telemetry import metric_names as names
 
 
 @pytest.fixture
-def prod(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A profile on an embedded file, with thresholds, holding a pipeline in trouble."""
-    url = f"sqlite:///{isolated_env / 'tq.db'}"
-    config = isolated_env / "config.toml"
-    config.write_text(f'[profiles.prod]\nbroker = "{url}"\nstore = "{url}"\n{THRESHOLDS}')
-    monkeypatch.setenv("TQADMIN_CONFIG", str(config))
-    transport = plugin_for_url(url).transport(BrokerConfig(url=url))
-    for queue in ("orders", "emails"):
-        transport.declare(queue)
-    jobs = [("orders", Message(b'{"task_type": "charge", "id": "%d"}' % i)) for i in range(3)]
-    dead = [("orders.dlq", Message(b'{"task_type": "charge", "id": "d%d"}' % i)) for i in range(2)]
-    assert transport.publish([*jobs, *dead]).all_confirmed
-    transport.close()
-    store = open_store(url)
-    stats = {("emails", "send"): TaskStats(done=6, failed=4)}
-    now = time.time()
-    store.beat(WorkerSnapshot("w1", "h", 1, ("emails",), now - 60, now, stats=stats), ttl_s=0)
-    store.close()
-    return config
+def prod(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    with pipeline_in_trouble(isolated_env) as config:
+        monkeypatch.setenv("TQADMIN_CONFIG", str(config))
+        yield config
 
 
-def scrape_and_judge() -> tuple[list[tuple[str, dict[str, str], float]], list[tuple[str, dict[str, str]]]]:
-    """One real scrape, and the alerts the dashboard's conditions give for the same reading."""
-    settings = resolve(Overrides(profile="prod"))
-    poller = ProfilePoller(settings, 60.0)
-    with Exporter([poller], "127.0.0.1", 0) as exporter:
-        deadline = time.monotonic() + 30
-        while not poller.reading().up:
-            assert time.monotonic() < deadline, "the exporter never read the profile"
-            time.sleep(0.1)
-        text = httpx.get(exporter.url, timeout=10).text
-        reading = poller.reading()
-    samples = [(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
-    expected: list[tuple[str, dict[str, str]]] = []
-    queues = reading.queues or ()
-    contexts = conditions.queue_contexts(queues, reading.worker_queues)
-    for queue in queues:
-        for alert in conditions.queue_alerts(queue, settings.thresholds, contexts[queue.name]):
-            labels = {"profile": "prod", "queue": queue.name}
-            expected.append(
-                (alert, {**labels, "state": "live"} if alert == conditions.WORKERS_DEAD else labels)
-            )
-    for task_type, stats in reading.tasks.items():
-        if conditions.failure_rate_alert(stats.failed, stats.done + stats.failed, settings.thresholds):
-            expected.append((conditions.FAILURE_RATE, {"profile": "prod", "task_type": task_type}))
-    return samples, expected
-
-
-def test_the_rules_pass_promtool_and_fire_exactly_where_the_dashboard_paints_red(
+def test_the_rules_fire_exactly_the_dashboards_conditions_on_each_queue_served_as_itself_and_page_on_the_fold(
     prod: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tqadmin.cli import main
 
-    assert main(["exporter", "--alert-rules", "--profiles", "prod"]) == 0
-    rules = tmp_path / "rules.yml"
-    rules.write_text(capsys.readouterr().out)
-    checked = subprocess.run(
-        [promtool(), "check", "rules", str(rules)], capture_output=True, text=True, check=False
-    )
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert main(["exporter", "--alert-rules", "--profiles", PROFILE]) == 0
+    rules = capsys.readouterr().out
+    samples, reading = scrape()
+    thresholds = settings().thresholds
+    assert own_series(samples) == set(KEPT), f"the first {MAX_QUEUES} queues keep their series"
+    assert (names.QUEUES_FOLDED, {"profile": PROFILE}, len(PAST_THE_CAP)) in samples
 
-    samples, expected = scrape_and_judge()
-    fired = {alert for alert, _ in expected}
-    assert fired == {
+    queues = {q.name: q for q in reading.queues or ()}
+    contexts = conditions.queue_contexts(queues.values(), reading.worker_queues)
+    painted = {name: conditions.queue_alerts(q, thresholds, contexts[name]) for name, q in queues.items()}
+    assert set(painted["d.unconsumed"]) == {conditions.NO_CONSUMER, conditions.OLDEST}, (
+        "a queue past the cap is red on the dashboard: only the fold alert can say so"
+    )
+    expected: list[tuple[str, dict[str, str]]] = [(QUEUES_FOLDED, {"profile": PROFILE})]
+    for name in KEPT:
+        for alert in painted[name]:
+            labels = {"profile": PROFILE, "queue": name}
+            expected.append(
+                (alert, {**labels, "state": "live"} if alert == conditions.WORKERS_DEAD else labels)
+            )
+    for task_type, stats in reading.tasks.items():
+        if conditions.failure_rate_alert(stats.failed, stats.done + stats.failed, thresholds):
+            expected.append((conditions.FAILURE_RATE, {"profile": PROFILE, "task_type": task_type}))
+    assert {alert for alert, _ in expected} == {
         conditions.DEPTH,
         conditions.OLDEST,
         conditions.DEAD_LETTERS,
         conditions.NO_CONSUMER,
         conditions.WORKERS_DEAD,
         conditions.FAILURE_RATE,
-    }, "the fixture meets every condition"
-    assert (conditions.NO_CONSUMER, {"profile": "prod", "queue": "orders.dlq"}) not in expected
+        QUEUES_FOLDED,
+    }, "the pipeline meets every condition, the failure rate at its default threshold"
+    assert (conditions.NO_CONSUMER, {"profile": PROFILE, "queue": "a.orders.dlq"}) not in expected
 
-    summaries = {
-        alert: summary
-        for alert, _, summary in profile_rules("prod", resolve(Overrides(profile="prod")).thresholds)
-    }
-    series = [
-        # counters grow by their scraped value each step (the same ratios as the scrape), gauges stay
-        {
-            "series": _series(name, labels),
-            "values": f"0+{value}x20" if name.endswith("_total") else f"{value}x20",
-        }
-        for name, labels, value in samples
-        if not name.endswith(("_bucket", "_created"))
-    ]
-    tests = {
-        "rule_files": [str(rules)],
-        "evaluation_interval": "15s",
-        "tests": [
+    summaries = {alert: summary for alert, _, summary in profile_rules(PROFILE, thresholds)}
+    promtool_test(
+        rules,
+        samples,
+        tmp_path,
+        alert_rule_test=[
             {
-                "interval": "15s",
-                "input_series": series,
-                "alert_rule_test": [
+                "eval_time": EVAL,
+                "alertname": alert,
+                "exp_alerts": [
                     {
-                        "eval_time": "3m",
-                        "alertname": alert,
-                        "exp_alerts": [
-                            {
-                                "exp_labels": {**labels, "severity": "warning"},
-                                "exp_annotations": {"summary": _render(summaries[alert], labels)},
-                            }
-                            for name, labels in expected
-                            if name == alert
-                        ],
+                        "exp_labels": {**labels, "severity": "warning"},
+                        "exp_annotations": {"summary": _render(summaries[alert], labels)},
                     }
-                    for alert in summaries
+                    for name, labels in expected
+                    if name == alert
                 ],
             }
+            for alert in summaries
         ],
-    }
-    test_file = tmp_path / "rules_test.yml"
-    test_file.write_text(json.dumps(tests))  # JSON is YAML
-    result = subprocess.run(
-        [promtool(), "test", "rules", str(test_file)], capture_output=True, text=True, check=False
     )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _series(name: str, labels: dict[str, str]) -> str:
-    return name + "{" + ",".join(f"{key}={json.dumps(value)}" for key, value in sorted(labels.items())) + "}"
+def test_a_real_queue_named_like_the_old_fold_keeps_its_own_series_and_is_alerted_on_as_itself(
+    prod: Path, tmp_path: Path
+) -> None:
+    samples, _ = scrape()
+    ready = [(labels, value) for name, labels, value in samples if name == names.QUEUE_READY]
+    assert ({"profile": PROFILE, "queue": "_other"}, 1) in ready
+    folds = [labels for labels, _ in ready if names.FOLDED in labels]
+    assert folds == [{"profile": PROFILE, "queue": names.OTHER_QUEUES, names.FOLDED: "true"}]
+    promtool_test(
+        rules_yaml([(PROFILE, settings().thresholds)]),
+        samples,
+        tmp_path,
+        promql_expr_test=[
+            firing(
+                'group by (alertname, queue) (ALERTS{alertstate="firing",queue="_other"})',
+                [
+                    {"alertname": conditions.NO_CONSUMER, "queue": "_other"},
+                    {"alertname": conditions.OLDEST, "queue": "_other"},
+                ],
+            ),
+            firing(f'ALERTS{{alertstate="firing",queue="{names.OTHER_QUEUES}"}}', []),
+        ],
+    )
 
 
-def _render(summary: str, labels: dict[str, str]) -> str:
-    for key, value in labels.items():
-        summary = summary.replace(f"{{{{ $labels.{key} }}}}", value)
-    return summary
+def test_thresholds_are_written_exactly_and_fire_at_the_value_configured(tmp_path: Path) -> None:
+    thresholds = Thresholds(depth=1234567, oldest_age_s=0.30000000000000004, failure_rate=0.07)
+    rules = rules_yaml([("p", thresholds)])
+    assert 'tqadmin_queue_messages{profile=\\"p\\",folded!=\\"true\\"} >= 1234567' in rules
+    assert ">= 0.30000000000000004" in rules and "e+" not in rules
+    assert "7 % or more of its runs failed" in rules
+    gauges = [
+        ("tqadmin_queue_messages", {"profile": "p", "queue": "under"}, 1234566.0),
+        ("tqadmin_queue_messages", {"profile": "p", "queue": "at"}, 1234567.0),
+        ("tqadmin_queue_oldest_age_seconds", {"profile": "p", "queue": "under"}, 0.3),
+    ]
+    promtool_test(
+        rules,
+        gauges,
+        tmp_path,
+        promql_expr_test=[
+            firing(
+                'group by (alertname, queue) (ALERTS{alertstate="firing"})',
+                [{"alertname": conditions.DEPTH, "queue": "at"}],
+            )
+        ],
+    )
+
+
+def test_a_profile_without_a_failure_rate_threshold_gets_the_documented_five_percent(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thresholds = configured(isolated_env, monkeypatch, "")
+    assert thresholds.failure_rate == 0.05 and thresholds.dlq_messages == 1
+    rules = {alert: (expr, summary) for alert, expr, summary in profile_rules("bare", thresholds)}
+    expr, summary = rules[conditions.FAILURE_RATE]
+    assert expr.endswith(" >= 0.05") and "5 % or more" in summary
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "true"])
+def test_a_threshold_that_is_no_finite_number_is_a_config_error(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    with pytest.raises(ConfigError, match="threshold depth_threshold must be a finite number"):
+        configured(isolated_env, monkeypatch, f"depth_threshold = {value}\n")
+
+
+def configured(home: Path, monkeypatch: pytest.MonkeyPatch, thresholds: str) -> Thresholds:
+    """The thresholds of a profile configured with ``thresholds`` (TOML lines) and nothing else."""
+    config = home / "config.toml"
+    config.write_text(f'[profiles.bare]\nbroker = "sqlite:///x.db"\n{thresholds}')
+    monkeypatch.setenv("TQADMIN_CONFIG", str(config))
+    return resolve(Overrides(profile="bare")).thresholds
 
 
 def test_rules_are_written_for_every_profile_named_with_its_own_thresholds() -> None:
     text = rules_yaml([("a", resolve(Overrides()).thresholds), ("b", resolve(Overrides()).thresholds)])
     assert '- name: "tqadmin-a"' in text and '- name: "tqadmin-b"' in text
     assert text.count("alert: TqadminQueueNoConsumer") == 2
+    assert text.count(f"alert: {QUEUES_FOLDED}") == 2
     assert "TqadminQueueDepth" not in text, "no depth threshold configured: no depth rule"
+
+
+@pytest.mark.rabbitmq
+def test_the_fold_series_is_named_as_no_rabbitmq_queue_can_be() -> None:
+    connection = pika.BlockingConnection(pika.URLParameters("amqp://guest:guest@127.0.0.1:5672/%2F"))
+    try:
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+            connection.channel().queue_declare(names.OTHER_QUEUES)
+        assert refused.value.reply_code == 403
+    finally:
+        connection.close()
+
+
+@pytest.mark.sqs
+def test_the_fold_series_is_named_as_no_sqs_queue_can_be(moto_endpoint: str) -> None:
+    from botocore.exceptions import ClientError
+    from sqs_server import client
+
+    with pytest.raises(ClientError, match="alphanumeric characters, hyphens, or underscores"):
+        client(moto_endpoint).create_queue(QueueName=names.OTHER_QUEUES)
+
+
+def _render(summary: str, labels: dict[str, str]) -> str:
+    for key, value in labels.items():
+        summary = summary.replace(f"{{{{ $labels.{key} }}}}", value)
+    return summary

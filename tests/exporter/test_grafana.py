@@ -12,8 +12,8 @@ from pathlib import Path
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
-from test_alert_rules import promtool
 
+from tests.exporter.trouble import promtool
 from tqadmin.exporter.polling import Reading
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.pipeline.cron.status import CronStatus, ScheduleRow
@@ -89,3 +89,11 @@ def test_every_query_parses_as_promql(tmp_path: Path) -> None:
         [promtool(), "check", "rules", str(path)], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_variable_offering_all_selects_every_value_by_one_regex() -> None:
+    """Without ``allValue``, Grafana's All sends every value it listed at its last refresh joined into one
+    regex: over 2,000 queues a query too long to send, and a queue created since is left out."""
+    document = json.loads(DASHBOARD.read_text())
+    offering = {v["name"]: v.get("allValue") for v in document["templating"]["list"] if v.get("includeAll")}
+    assert offering == {"profile": ".*", "queue": ".*"}

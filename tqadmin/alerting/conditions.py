@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tqadmin.alerting.figures import exact
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import QueueStats
 
@@ -44,7 +45,7 @@ def queue_alerts(
         found[DEPTH] = f"depth {queue.messages} ≥ {thresholds.depth}"
     age = queue.oldest_age_s
     if thresholds.oldest_age_s is not None and age is not None and age >= thresholds.oldest_age_s:
-        found[OLDEST] = f"oldest {age:.0f}s ≥ {thresholds.oldest_age_s:g}s"
+        found[OLDEST] = f"oldest {age:.0f}s ≥ {exact(thresholds.oldest_age_s)}s"
     dlq = queue.dlq_messages
     if thresholds.dlq_messages is not None and dlq is not None and dlq >= thresholds.dlq_messages:
         found[DEAD_LETTERS] = f"{dlq} dead-lettered"

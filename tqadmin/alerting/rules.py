@@ -4,6 +4,10 @@
 YAML is written by hand (strings JSON-quoted, which YAML reads as they are), so the core needs no YAML
 library. Summaries name the queue or task type and the threshold, not the value, which the alert carries.
 Every rule waits ``for`` one minute, so a consumer that restarts does not page; the dashboard paints at once.
+
+The exporter sums the queues past ``--max-queues`` into one series (``folded="true"``): summed figures are
+no queue's, so no per-queue rule looks at it (each matches ``folded!="true"``), and one more rule pages while
+any queue is folded, since the dashboard may paint a folded queue red that no rule can see.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ import json
 from collections.abc import Sequence
 
 from tqadmin.alerting import conditions as c
+from tqadmin.alerting.figures import exact, exact_percent
 from tqadmin.config import Thresholds
 from tqadmin.telemetry import metric_names as names
 
 FOR = "1m"
 FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.tui.sources.StoreTelemetry)
+QUEUES_FOLDED = "TqadminQueuesFolded"
 
 
 def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
@@ -39,6 +45,7 @@ def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
 def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, str]]:
     """(alert, expression, summary) of each condition that applies to the profile."""
     p = f"profile={json.dumps(profile)}"
+    queue = f'{p},{names.FOLDED}!="true"'  # a queue's own series, never the fold of the queues past the cap
     on = "on(profile, queue)"
     found: list[tuple[str, str, str]] = []
     over: tuple[tuple[str, str, float | None, str], ...] = (
@@ -51,8 +58,8 @@ def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, 
             found.append(
                 (
                     alert,
-                    f"{metric}{{{p}}} >= {limit:g}",
-                    "{{ $labels.queue }}: " + summary.format(f"{limit:g}"),
+                    f"{metric}{{{queue}}} >= {exact(limit)}",
+                    "{{ $labels.queue }}: " + summary.format(exact(limit)),
                 )
             )
     if thresholds.failure_rate is not None:
@@ -61,24 +68,33 @@ def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, 
         found.append(
             (
                 c.FAILURE_RATE,
-                f"({failures} / {runs}) >= {thresholds.failure_rate:g}",
-                f"{{{{ $labels.task_type }}}}: {thresholds.failure_rate:.0%} or more of its runs failed",
+                f"({failures} / {runs}) >= {exact(thresholds.failure_rate)}",
+                f"{{{{ $labels.task_type }}}}: {exact_percent(thresholds.failure_rate)} % or more of its runs"
+                " failed",
             )
         )
     found.append(
         (
             c.NO_CONSUMER,
-            f"({names.QUEUE_READY}{{{p}}} > 0 and {on} {names.QUEUE_CONSUMERS}{{{p}}} == 0)"
-            f" unless {on} {names.QUEUE_IS_DEAD_LETTER_QUEUE}{{{p}}}",
+            f"({names.QUEUE_READY}{{{queue}}} > 0 and {on} {names.QUEUE_CONSUMERS}{{{queue}}} == 0)"
+            f" unless {on} {names.QUEUE_IS_DEAD_LETTER_QUEUE}{{{queue}}}",
             "{{ $labels.queue }}: messages ready and no consumer",
         )
     )
     found.append(
         (
             c.WORKERS_DEAD,
-            f'{names.QUEUE_WORKERS}{{{p},state="live"}} == 0'
-            f' and {on} {names.QUEUE_WORKERS}{{{p},state="dead"}} > 0',
+            f'{names.QUEUE_WORKERS}{{{queue},state="live"}} == 0'
+            f' and {on} {names.QUEUE_WORKERS}{{{queue},state="dead"}} > 0',
             "{{ $labels.queue }}: every worker of the queue is dead",
+        )
+    )
+    found.append(
+        (
+            QUEUES_FOLDED,
+            f"{names.QUEUES_FOLDED}{{{p}}} > 0",
+            "{{ $labels.profile }}: queues past --max-queues are summed into one series that no queue alert"
+            " watches: raise --max-queues",
         )
     )
     return found

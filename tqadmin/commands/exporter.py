@@ -22,6 +22,7 @@ from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import UsageError
 from tqadmin.exporter.polling import ProfilePoller, profile_label
 from tqadmin.exporter.service import DEFAULT_INTERVAL_S, DEFAULT_LISTEN, DEFAULT_MAX_QUEUES, Exporter
+from tqadmin.telemetry import metric_names as names
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=positive(int),
         default=DEFAULT_MAX_QUEUES,
         metavar="N",
-        help=f'queues exported in all, in name order; the rest are summed as queue="_other" '
-        f"(default {DEFAULT_MAX_QUEUES})",
+        help=f'queues exported in all, in name order; the rest are summed as queue="{names.OTHER_QUEUES}",'
+        f' {names.FOLDED}="true" (default {DEFAULT_MAX_QUEUES})',
     )
     parser.add_argument(
         "--alert-rules",

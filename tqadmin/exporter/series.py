@@ -2,12 +2,13 @@
 
 Labels are ``profile``, ``queue``, ``task_type``, ``reason``, ``framework`` and ``state``, never a worker id,
 host or pod. Past ``max_queues`` queues (over every profile, in profile then name order, so the same queues
-keep their series from one scrape to the next) the rest are summed into ``queue="_other"``; tqadmin's task
-types are capped the same way and summed into ``task_type="(other)"``, another framework's at
-:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPES` (its listener's own cap), and how many task types were
-folded, here or by the workers and listeners, is served as ``tqadmin_task_types_folded``. A figure the broker
-does not give (SQS's oldest-message age, a consumer count) is absent, never 0, and so is one that is not
-finite (Prometheus would serve it as ``+Inf``).
+keep their series from one scrape to the next) the rest are summed into one series per profile, labelled
+``queue="amq.tqadmin.folded", folded="true"`` (:data:`~tqadmin.telemetry.metric_names.OTHER_QUEUES`), which
+no queue's own series can be taken for; tqadmin's task types are capped the same way and summed into
+``task_type="(other)"``, another framework's at :data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPES` (its
+listener's own cap), and how many task types were folded, here or by the workers and listeners, is served as
+``tqadmin_task_types_folded``. A figure the broker does not give (SQS's oldest-message age, a consumer count)
+is absent, never 0, and so is one that is not finite (Prometheus would serve it as ``+Inf``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.exporter.polling import Reading
@@ -44,7 +46,7 @@ QUEUE_FIGURES: tuple[tuple[str, str, QueueFigure, Callable[[Iterable[float]], fl
 
 @dataclass(frozen=True, slots=True)
 class Folded:
-    """Series kept and folded into ``_other`` (queues) or ``(other)`` (task types) for one profile;
+    """Series kept and folded (queues into the fold series, task types into ``(other)``) for one profile;
     ``folded_tasks``: task types folded by framework, here and by the workers or listeners that read them."""
 
     queues: tuple[QueueStats, ...]
@@ -121,7 +123,9 @@ def health_families(readings: Sequence[Reading], now_s: float) -> list[Metric]:
 
 def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
     family = GaugeMetricFamily(
-        names.QUEUES_FOLDED, 'Queues past --max-queues, summed into queue="_other".', labels=["profile"]
+        names.QUEUES_FOLDED,
+        f'Queues past --max-queues, summed into queue="{names.OTHER_QUEUES}" ({names.FOLDED}="true").',
+        labels=["profile"],
     )
     tasks = GaugeMetricFamily(
         names.TASK_TYPES_FOLDED,
@@ -147,8 +151,9 @@ def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
                 if value is not None:
                     family.add_metric([reading.profile, queue.name], value)
             present = [v for q in shown.other_queues if (v := finite(figure(q))) is not None]
-            if present:
-                family.add_metric([reading.profile, names.OTHER_QUEUES], combine(present))
+            if present:  # a queue label as every queue series has, and the one label only the fold has
+                labels = {"profile": reading.profile, "queue": names.OTHER_QUEUES, names.FOLDED: "true"}
+                family.samples.append(Sample(name, labels, combine(present)))
         result.append(family)
     return [*result, *_queue_contexts(readings, folded)]
 

@@ -1,7 +1,8 @@
 """The Prometheus names tqadmin serves, written once: the exporter, the worker's ``--metrics-port``, the
 alert rules and the Grafana dashboard all read them from here, so a rename cannot leave one of them behind.
 
-Labels are bounded by design (``profile``, ``queue``, ``task_type``, ``reason``, ``framework``, ``state``):
+Labels are bounded by design (``profile``, ``queue``, ``task_type``, ``reason``, ``framework``, ``state``, and
+``folded`` on the one series a profile's queues past ``--max-queues`` are summed into):
 never a worker id, host or pod, whose values churn with every restart and turn one queue into thousands of
 series. Latency histograms use :data:`LE_EDGES`: each edge is the upper boundary of one of the telemetry's
 log buckets (:mod:`tqadmin.telemetry.histogram`), so a ``_bucket`` count is exact, not an estimate split
@@ -19,7 +20,7 @@ UP = "tqadmin_up"  # 1 when the last poll of the profile's broker succeeded, 0 w
 POLL_AGE = "tqadmin_poll_age_seconds"  # how old the values served are
 POLL_DURATION = "tqadmin_poll_duration_seconds"  # how long the last poll took
 POLL_ERRORS = "tqadmin_poll_errors_total"  # polls that failed since the exporter started
-QUEUES_FOLDED = "tqadmin_queues_folded"  # queues past --max-queues, summed into queue="_other"
+QUEUES_FOLDED = "tqadmin_queues_folded"  # queues past --max-queues, summed into the fold series
 TASK_TYPES_FOLDED = "tqadmin_task_types_folded"  # task types past a cap, summed into task_type="(other)"
 
 # -- per queue, from the broker's plugin (labels: profile, queue) -----------------------------------------
@@ -58,8 +59,15 @@ WORKER_START_TIME = "tqadmin_worker_start_time_seconds"
 WORKER_STORE_ROUND_TRIPS = "tqadmin_worker_store_round_trips_total"
 WORKER_RESTARTS = "tqadmin_worker_restarts_total"
 
-OTHER_QUEUES = "_other"
-"""The ``queue`` label of every queue past ``--max-queues`` (in name order), summed."""
+OTHER_QUEUES = "amq.tqadmin.folded"
+"""The ``queue`` label of the series summing every queue past ``--max-queues`` (in name order): a name no
+RabbitMQ or SQS queue can have (RabbitMQ refuses a client's ``amq.`` names, 403; SQS allows no dot outside a
+``.fifo`` suffix), so there it is never mistaken for a queue's own series."""
+
+FOLDED = "folded"
+"""The label only the fold series has (``folded="true"``): on Redis and SQLite a queue may have any name,
+even :data:`OTHER_QUEUES`, so what tells the fold apart on every broker is this label, and every per-queue
+alert rule matches ``folded!="true"``."""
 
 FRAMEWORK = "tqadmin"
 """The ``framework`` label of tqadmin's own workers and tasks."""
