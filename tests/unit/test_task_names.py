@@ -15,6 +15,7 @@ from tqadmin.telemetry.counters import TaskStats, Telemetry, fold_task_types
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.telemetry.task_names import (
     MAX_FOLDED_COUNTED,
+    MAX_JOB_ID_CHARS,
     MAX_TASK_TYPE_CHARS,
     MAX_TASK_TYPES,
     OTHER_TASKS,
@@ -32,6 +33,17 @@ def test_a_task_type_up_to_the_limit_is_a_job_and_one_past_it_is_malformed() -> 
         decode_job(body("t" * (MAX_TASK_TYPE_CHARS + 1)))
     assert refused.value.reason == "malformed"
     assert f"{MAX_TASK_TYPE_CHARS + 1} characters" in str(refused.value) and len(str(refused.value)) < 100
+
+
+def test_a_job_id_up_to_its_limit_is_a_job_and_one_past_it_is_malformed() -> None:
+    def with_id(job_id: object) -> bytes:
+        return json.dumps({"task_type": "t", "id": job_id}).encode()
+
+    assert decode_job(with_id("i" * MAX_JOB_ID_CHARS)).id == "i" * MAX_JOB_ID_CHARS
+    for hostile in ("i" * (MAX_JOB_ID_CHARS + 1), int("9" * 401)):
+        with pytest.raises(MalformedJob) as refused:
+            decode_job(with_id(hostile))
+        assert refused.value.reason == "malformed" and len(str(refused.value)) < 100
 
 
 def test_a_task_named_past_the_limit_or_like_a_label_cannot_be_registered() -> None:

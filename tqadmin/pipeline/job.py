@@ -2,8 +2,9 @@
 
 A body is read by the one reading both plugin faces use (size, UTF-8, JSON without NaN, nesting depth, an
 object), then checked for a job's shape (a string ``task_type`` of at most
-:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPE_CHARS` characters: telemetry, logs and exporters keep
-the name, so one of megabytes is no job's). Every refusal is a :class:`MalformedJob` carrying the
+:data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPE_CHARS` characters and an ``id`` of at most
+:data:`~tqadmin.telemetry.task_names.MAX_JOB_ID_CHARS`: telemetry, the store, logs and exporters keep them,
+so one of megabytes is no job's). Every refusal is a :class:`MalformedJob` carrying the
 dead-letter reason (``too_large`` or ``malformed``), so the worker can dead-letter the body byte for byte and
 keep running.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from tqadmin.plugin.bodies import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, MalformedJob, job_object
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
-from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
+from tqadmin.telemetry.task_names import MAX_JOB_ID_CHARS, MAX_TASK_TYPE_CHARS
 
 # The worker and the publisher refuse with the contract's reading of a body (re-exported here).
 __all__ = [
@@ -98,6 +99,10 @@ def job_from_mapping(data: Mapping[str, Any]) -> Job:
     job_id = data.get("id")
     if job_id is not None and not isinstance(job_id, str | int):
         raise MalformedJob("malformed", "'id' must be a string")
+    if job_id is not None and len(str(job_id)) > MAX_JOB_ID_CHARS:
+        raise MalformedJob(
+            "malformed", f"'id' is {len(str(job_id))} characters, over the {MAX_JOB_ID_CHARS} allowed"
+        )
     retry_count = data.get("retry_count", 0)
     if not isinstance(retry_count, int) or isinstance(retry_count, bool) or retry_count < 0:
         raise MalformedJob("malformed", "'retry_count' must be a non-negative integer")

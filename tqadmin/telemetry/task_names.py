@@ -5,7 +5,8 @@ names made up one per job, would otherwise become a key in every worker's teleme
 heartbeat snapshot (720 of them a worker in the store), a label on dozens of exporter series and a series in
 the history. So every keeper holds to these figures:
 
-- a ``task_type`` longer than :data:`MAX_TASK_TYPE_CHARS` is ``malformed`` (the worker dead-letters it, the
+- a ``task_type`` longer than :data:`MAX_TASK_TYPE_CHARS`, or an ``id`` longer than :data:`MAX_JOB_ID_CHARS`,
+  is ``malformed`` (the worker dead-letters it, the
   publisher refuses it, ``@task`` refuses such a name, as it refuses a label's); other frameworks' task
   names are cut to it;
 - a job no handler takes counts under :data:`UNKNOWN_TASK`, a body without a task type under
@@ -23,6 +24,9 @@ from typing import Final
 
 MAX_TASK_TYPE_CHARS: Final = 200
 """The longest ``task_type`` a job may have, in characters."""
+MAX_JOB_ID_CHARS: Final = 255
+"""The longest job ``id``, in characters: an id is a store key, a part of every heartbeat's current jobs and
+of log lines, so one of megabytes is no job's either (a UUID is 36; a cron tick's ``cron:<name>:<epoch>``)."""
 MAX_TASK_TYPE_BYTES: Final = 4 * MAX_TASK_TYPE_CHARS
 """The longest task type in UTF-8 (four bytes a character at most): what a store must take as a name."""
 MAX_TASK_TYPES: Final = 100
