@@ -46,6 +46,7 @@ def test_defaults_are_utc_no_splay_and_a_minute_of_grace() -> None:
         ({"queue": ""}, "queue is required"),
         ({"qeue": "x"}, "unknown key(s) ['qeue']"),
         ({"task_type": "t" * 201}, "task_type is longer than 200 characters"),
+        ({"name": "n" * 201}, "name is longer than 200 characters"),
     ],
 )
 def test_a_bad_schedule_is_one_clear_line_naming_it(table: dict[str, object], says: str) -> None:

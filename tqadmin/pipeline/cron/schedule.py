@@ -21,6 +21,9 @@ from tqadmin.errors import UsageError
 from tqadmin.pipeline.job import RESERVED
 from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
+MAX_NAME_CHARS = 200
+"""A schedule's longest name: each tick's job id is ``cron:<name>:<epoch>``, at most 255 characters."""
+
 CRON_FIELDS = ("scheduled", "fencing_token", "instance")
 DEFAULT_MISFIRE_GRACE_S = 60.0
 KNOWN_KEYS = {"name", "cron", "queue", "task_type", "job", "splay", "misfire_grace", "timezone"}
@@ -100,6 +103,8 @@ def schedule_from_mapping(table: Any, where: str) -> Schedule:
     if not isinstance(table, Mapping):
         raise ScheduleError(f"{where} is not a table")
     name = _text(table, "name", where)
+    if len(name) > MAX_NAME_CHARS:  # every tick's job id would be too long to be a job's
+        raise ScheduleError(f"{where}: name is longer than {MAX_NAME_CHARS} characters")
     where = f"{where} ({name!r})"
     unknown = set(table) - KNOWN_KEYS
     if unknown:
