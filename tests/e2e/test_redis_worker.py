@@ -32,9 +32,12 @@ def test_failed_runs_come_back_after_their_delay_and_dead_letters_keep_the_body(
     redis_pipeline.start("--concurrency", "2", "--backoff-base", "0.2", "--backoff-cap", "0.5")
     redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"f": 1}, 60, "the flaky job's third run")
     redis_pipeline.wait_for(lambda: redis_pipeline.depth(f"{redis_pipeline.queue}.dlq") == 2, 30, "2 letters")
-    times = redis_pipeline.run_times("f")
-    assert len(times) == 3
-    assert all(0 <= b - a <= 0.5 + 0.5 for a, b in itertools.pairwise(times))
+    times, delays = redis_pipeline.run_times("f"), redis_pipeline.retry_delays("f")
+    assert len(times) == 3 and len(delays) == 2
+    assert all(0 <= delay <= bound for delay, bound in zip(delays, (0.2, 0.4), strict=True))  # full jitter
+    # each retry came back no sooner than the delay drawn for it: a lower bound, which load only widens
+    for (before, after), delay in zip(itertools.pairwise(times), delays, strict=True):
+        assert after - before >= delay - redis_pipeline.delay_tolerance_s(delay), (times, delays)
     letters = {body: letter.headers for letter, body in redis_pipeline.dead_letters()}
     assert letters[b"\x00\xffnot json"]["x-tq-reason"] == "malformed"
     fatal = next(h for body, h in letters.items() if b'"fatal"' in body)
