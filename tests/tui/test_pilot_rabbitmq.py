@@ -103,7 +103,7 @@ async def showing(pilot: Pilot[Any], app: TqadminApp, check: Callable[[], bool])
         if check():
             return
         await pilot.pause(0.5)
-    raise AssertionError("the management API never showed the expected figures")
+    raise AssertionError(f"the management API never showed the expected figures: {app.poll_state}")
 
 
 @pytest.mark.rabbitmq
