@@ -89,7 +89,7 @@ def rabbit_app(
         broker_options={"management_url": management_url},
         read_only=read_only,
         audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
+        timeout_s=30.0,  # a deadline for the shared broker's API on a loaded machine, not a speed
     )
     if management_url == MANAGEMENT_URL:
         return TqadminApp(settings=settings, refresh_s=1.0)
@@ -98,8 +98,9 @@ def rabbit_app(
 
 
 async def showing(pilot: Pilot[Any], app: TqadminApp, check: Callable[[], bool]) -> None:
-    """Poll (bounded) until the management API's figures satisfy ``check``."""
-    for _ in range(60):
+    """Poll (bounded: a minute) until the management API's figures satisfy ``check``."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         if check():
             return
         await pilot.pause(0.5)
