@@ -260,7 +260,7 @@ def test_a_worker_that_hangs_mid_run_instead_of_dying_still_charges_its_job_a_cr
     pipeline.publish([{"task_type": "sleep", "id": "hangs", "seconds": 5}])
     worker = pipeline.start("--concurrency", "1", "--lease", "1")
     pipeline.wait_for(lambda: pipeline.runs() == {"hangs": 1}, 30, "the long run to start")
-    time.sleep(0.6)  # a monitor tick or two (a quarter of the lease)
+    pipeline.wait_for(lambda: pipeline.claim_record("hangs")[0] == "running", 30, "a monitor tick's record")
     (child,) = map(int, Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split())
     os.kill(child, signal.SIGSTOP)
     store = open_store(pipeline.store_url)

@@ -199,6 +199,12 @@ class Pipeline:
     def claimed(self, job_id: str) -> bool:
         return bool(self.redis.exists(job_key(self.store_prefix, self.id_prefix + job_id)))
 
+    def claim_record(self, job_id: str) -> tuple[str, int]:
+        """A job's claim in the store: its state (claimed, running, released, done) and fencing token."""
+        key = job_key(self.store_prefix, self.id_prefix + job_id)
+        state, token = self.redis.hmget(key, ["state", "token"])
+        return state or "", int(token or 0)
+
     def current_jobs(self) -> set[str]:
         """Job ids the live workers of this queue report in their heartbeats."""
         store = open_store(self.store_url)
