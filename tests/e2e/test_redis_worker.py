@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import time
 
@@ -96,13 +97,17 @@ def test_a_stopped_worker_loses_its_entries_to_a_live_one_and_cannot_settle_them
     redis_pipeline.publish([{"task_type": "sleep", "id": "held", "seconds": 3}])
     frozen = redis_pipeline.start("--concurrency", "1", "--lease", "1")
     redis_pipeline.wait_for(lambda: redis_pipeline.runs() == {"held": 1}, 20, "the job to start")
-    frozen.send_signal(signal.SIGSTOP)
+    os.killpg(frozen.pid, signal.SIGSTOP)  # the supervisor and the child that runs the job
     try:
         redis_pipeline.start("--concurrency", "1", "--lease", "1")
         redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"held": 1}, 30, "the live worker's run")
+        assert redis_pipeline.runs() == {"held": 2}  # the live worker's, beside the stopped one's
     finally:
-        frozen.send_signal(signal.SIGCONT)
-    time.sleep(4)  # the thawed run finishes: its commit and ack are refused
+        os.killpg(frozen.pid, signal.SIGCONT)
+    thawed = redis_pipeline.logs / "worker-0.log"
+    redis_pipeline.wait_for(  # the thawed run finishes: its commit is refused (and its ack)
+        lambda: "effect not committed by this run" in thawed.read_text(), 60, "the thawed run's end"
+    )
     assert redis_pipeline.effects() == {"held": 1}
     redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 20, "nothing left")
 
