@@ -118,6 +118,6 @@ def test_a_35_s_job_with_a_10_s_lease_runs_once(redis_pipeline: RedisPipeline) -
     redis_pipeline.start("--concurrency", "1", "--lease", "10")
     redis_pipeline.start("--concurrency", "1", "--lease", "10")  # a second worker, ready to steal
     redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"long": 1}, 80, "the long job")
-    redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 10, "the ack")
+    redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 60, "the ack")
     time.sleep(1)
     assert redis_pipeline.runs() == {"long": 1}
