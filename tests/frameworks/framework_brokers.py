@@ -22,7 +22,7 @@ SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues", b"processes")  # RQ's and
 SHARED_SORTED_SETS = (b"dead", b"retry", b"schedule")  # Sidekiq's, shared by every queue
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if value := condition():
