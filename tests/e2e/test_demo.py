@@ -64,7 +64,7 @@ def owned_queues(prefix: str) -> list[str]:
         MANAGEMENT_URL + "api/queues/%2F",
         params={"page": 1, "page_size": 500, "name": f"^{prefix}\\.", "use_regex": "true", "columns": "name"},
         auth=("guest", "guest"),
-        timeout=10,
+        timeout=60,  # a deadline on a loaded broker
     )
     response.raise_for_status()
     return [item["name"] for item in response.json()["items"]]

@@ -17,9 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from framework_brokers import HERE, wait_for
+from rabbit_queues import amqp_url, api, vhost_of_its_own
 from tqadmin_redis.admin import RedisAdmin
 
 from tests.conftest import REDIS_URL
@@ -176,26 +178,31 @@ def test_without_task_events_a_celery_worker_is_listed_by_its_control_queue_aliv
     assert shown["dead_reason"] is None  # null where nothing can tell, never a guess
 
 
+@pytest.fixture
+def vhost() -> Iterator[str]:
+    """A vhost of the test's own (Celery's queues and exchanges go with it): its listings stay quick whatever
+    the shared broker's "/" holds."""
+    with vhost_of_its_own() as name:
+        yield name
+
+
 @pytest.mark.rabbitmq
 def test_a_celery_worker_on_rabbitmq_with_task_events_is_read_through_one_exclusive_queue_of_its_own(
-    isolated_env: Any, unique: str, tmp_path: Path, rabbit: Any
+    isolated_env: Any, unique: str, tmp_path: Path, vhost: str
 ) -> None:
     from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
-    from tests.conftest import AMQP_URL
-
-    node, queue = f"tqt-{unique}@tests", rabbit.name("celery")
-    rabbit.exchanges.append(queue)  # Celery declares an exchange of the queue's name
-    tasks = app_for(AMQP_URL, queue)
-    admin = RabbitMQAdmin(BrokerConfig(AMQP_URL, celery_events=True))
+    node, queue, broker = f"tqt-{unique}@tests", f"tqt-{unique}-celery", amqp_url(vhost)
+    tasks = app_for(broker, queue)
+    admin = RabbitMQAdmin(BrokerConfig(broker, celery_events=True))
     try:
-        with celery_events_worker(node, queue, AMQP_URL, tmp_path / "celery.log") as worker:
+        with celery_events_worker(node, queue, broker, tmp_path / "celery.log") as worker:
             first = wait_for(
                 lambda: (w := celery(admin.framework_workers(), node)) and w.alive and w, "the worker, alive"
             )
             assert (first.alive, first.state, first.pid) == (True, "idle", worker.pid)
             listener = admin._celery.queue if admin._celery else ""
-            declared = management_queue(listener)
+            declared = management_queue(vhost, listener)
             assert declared is not None and (declared["exclusive"], declared["auto_delete"]) == (True, True)
             assert declared["arguments"] == {"x-max-length": 10_000, "x-overflow": "drop-head"}
             release = tmp_path / "release"
@@ -229,7 +236,7 @@ def test_a_celery_worker_on_rabbitmq_with_task_events_is_read_through_one_exclus
             )
     finally:
         admin.close()
-    wait_for(lambda: management_queue(listener) is None, "the listener's queue gone with its connection")
+    wait_for(lambda: management_queue(vhost, listener) is None, "the listener's queue gone with it")
 
 
 def runtime_logged(log: Path, task_id: str) -> float:
@@ -239,12 +246,14 @@ def runtime_logged(log: Path, task_id: str) -> float:
     return float(found[1])
 
 
-def management_queue(name: str) -> dict[str, Any] | None:
+def management_queue(vhost: str, name: str) -> dict[str, Any] | None:
     """The queue as RabbitMQ's management API shows it, ``None`` once it is gone."""
-    import httpx
-
-    answer = httpx.get(f"http://127.0.0.1:15672/api/queues/%2F/{name}", auth=("guest", "guest"), timeout=5)
-    return None if answer.status_code == 404 else dict(answer.json())
+    try:
+        return dict(api(f"queues/{vhost}/{name}"))
+    except httpx.HTTPStatusError as error:
+        if error.response.status_code == 404:
+            return None
+        raise
 
 
 def saw(stats: dict[str, Any] | None) -> dict[str, Any]:

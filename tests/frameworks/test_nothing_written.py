@@ -7,14 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import redis
 from framework_brokers import wait_for
+from rabbit_queues import amqp_url, api, vhost_of_its_own
 from rq import Queue, SimpleWorker
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tqadmin_redis.admin import RedisAdmin
@@ -23,8 +22,6 @@ from tests.conftest import REDIS_URL
 from tqadmin.plugin.base import BrokerConfig
 
 POLLS = 720  # an hour of a dashboard's or an exporter's polls at 5 s
-API = "http://127.0.0.1:15672/api"
-AUTH = ("guest", "guest")
 OWN_DB = 8  # no other test uses it
 
 
@@ -70,20 +67,14 @@ def test_an_hour_of_polling_every_framework_on_redis_leaves_every_key_as_it_was(
 
 @pytest.fixture
 def own_vhost() -> Iterator[str]:
-    vhost = f"tqt-{uuid.uuid4().hex[:10]}"
-    httpx.put(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10).raise_for_status()
-    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
-    httpx.put(f"{API}/permissions/{vhost}/guest", json=permissions, auth=AUTH, timeout=10).raise_for_status()
-    yield vhost
-    httpx.delete(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10)
+    with vhost_of_its_own() as vhost:
+        yield vhost
 
 
 def topology(vhost: str) -> tuple[list[Any], list[Any], list[Any]]:
-    queues = httpx.get(
-        f"{API}/queues/{vhost}", params={"columns": "name,arguments,messages"}, auth=AUTH
-    ).json()
-    bindings = httpx.get(f"{API}/bindings/{vhost}", auth=AUTH).json()
-    exchanges = httpx.get(f"{API}/exchanges/{vhost}", params={"columns": "name,type"}, auth=AUTH).json()
+    queues = api(f"queues/{vhost}?columns=name,arguments,messages")
+    bindings = api(f"bindings/{vhost}")
+    exchanges = api(f"exchanges/{vhost}?columns=name,type")
     shown = [b for b in bindings if not str(b["destination"]).startswith("tqadmin.celeryev.")]
     listed = sorted(json.dumps([q["name"], q["arguments"], q.get("messages")]) for q in queues)
     return listed, sorted(json.dumps(b, sort_keys=True) for b in shown), exchanges
@@ -95,7 +86,7 @@ def test_an_hour_of_polling_celery_on_rabbitmq_leaves_the_vhost_as_it_was_but_it
 ) -> None:
     import pika
 
-    url = f"amqp://guest:guest@127.0.0.1:5672/{own_vhost}"
+    url = amqp_url(own_vhost)
     connection = pika.BlockingConnection(pika.URLParameters(url))
     channel = connection.channel()
     channel.exchange_declare("celeryev", "topic", durable=True)  # as a Celery worker with events declares it
@@ -110,7 +101,7 @@ def test_an_hour_of_polling_celery_on_rabbitmq_leaves_the_vhost_as_it_was_but_it
     try:
         for _ in range(POLLS):
             admin.framework_workers()
-        during = httpx.get(f"{API}/queues/{own_vhost}", auth=AUTH).json()
+        during = api(f"queues/{own_vhost}")
         (listener,) = [q for q in during if q["name"].startswith("tqadmin.celeryev.")]
         assert (listener["exclusive"], listener["auto_delete"]) == (True, True)
     finally:
