@@ -26,8 +26,13 @@ BINARY = b"\x00\xff not UTF-8 \xc3"
 HEADERS = {"trace": "abc", "tries": 2}
 LEASE_S = 1.0  # short, so that a lease runs out within a test; ignored where the channel holds deliveries
 DELAY_S = 0.5
-WAIT_S = 10.0  # the longest a test waits for a delivery it expects, on a loaded machine
-LATE_S = 1.0  # how late a consumer may hand out a message that fell due, on a loaded machine
+WAIT_S = 60.0  # the longest a test waits for a delivery it expects: a deadline, not a speed
+# how late a consumer may hand out a message that fell due on a loaded machine (seconds of it); a delay
+# applied in the wrong unit (500 s for 0.5) is still caught
+LATE_S = 20.0
+# the extend test's holder's lease: four times the 1 s that a loaded machine's turn once outlasted between two
+# renewals (a broker may go by the holder's own lease, not by the one an extend asks for)
+HOLD_S = 4.0
 
 
 @pytest.fixture
@@ -39,9 +44,9 @@ def transport(harness: Harness) -> Iterator[BrokerTransport]:
 class Running:
     """A consumer whose ``run`` loop has a thread of its own, and what it was handed, when (wall clock)."""
 
-    def __init__(self, harness: Harness, queue: str, prefetch: int = 1) -> None:
+    def __init__(self, harness: Harness, queue: str, prefetch: int = 1, lease_s: float = LEASE_S) -> None:
         self.harness = harness
-        self.consumer = harness.consumer(queue, prefetch=prefetch, lease_s=LEASE_S)
+        self.consumer = harness.consumer(queue, prefetch=prefetch, lease_s=lease_s)
         self.handed: Queue[tuple[float, Delivery]] = Queue()
         self.loop = threading.Thread(target=self.consumer.run, args=(self._got,), daemon=True)
         self.loop.start()
@@ -83,8 +88,8 @@ def consumers(harness: Harness) -> Iterator[list[Running]]:
             running.stop()
 
 
-def start(consumers: list[Running], harness: Harness, queue: str) -> Running:
-    running = Running(harness, queue)
+def start(consumers: list[Running], harness: Harness, queue: str, lease_s: float = LEASE_S) -> Running:
+    running = Running(harness, queue, lease_s=lease_s)
     consumers.append(running)
     return running
 
@@ -195,11 +200,13 @@ def test_extend_keeps_a_leased_delivery_from_going_to_another_consumer_past_its_
     if not transport.capabilities.leased:
         pytest.skip("this broker holds deliveries for the consumer's session: there is no lease to extend")
     queue = work_queue(harness, transport, [BODY])
-    holder = start(consumers, harness, queue)
+    holder = start(consumers, harness, queue, lease_s=HOLD_S)
     _, delivery = holder.next()
+    assert holder.consumer.extend([delivery], HOLD_S) == []
     other = start(consumers, harness, queue)
-    for _ in range(15):  # three leases long, renewed five times a lease
-        assert holder.consumer.extend([delivery], LEASE_S) == []
-        assert other.nothing_within(LEASE_S / 5)
+    until = time.monotonic() + 2 * HOLD_S
+    while time.monotonic() < until:  # two leases long, renewed ten times a lease
+        assert other.nothing_within(HOLD_S / 10)
+        assert holder.consumer.extend([delivery], HOLD_S) == []
     other.stop()
     ack_last_and_stop(harness, holder, delivery, queue)

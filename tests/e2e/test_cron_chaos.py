@@ -30,7 +30,8 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 LOCK_TTL_S = 2.0
 GRACE_S = 15
-CHAOS_S = 55.0
+DISRUPTIONS = 10  # a count, not a time: a loaded machine takes longer over them, never fewer
+CHAOS_DEADLINE_S = 240.0  # for them all (about 55 s on an idle machine)
 PUBLISH_S = 0.3  # a slow confirm: a third of the kills land between a tick's claim and its publish
 SCHEDULE = f"""
 [[schedule]]
@@ -109,7 +110,7 @@ def fleet(tmp_path: Path, unique: str, isolated_env: Path) -> Iterator[Fleet]:
     delete_namespace(namespace, sink)
 
 
-def wait_for_leader(store: RedisCronStore, fleet: Fleet, not_token: int = 0, timeout_s: float = 15.0) -> str:
+def wait_for_leader(store: RedisCronStore, fleet: Fleet, not_token: int = 0, timeout_s: float = 60.0) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         leader = store.leader()
@@ -128,8 +129,9 @@ def test_every_tick_fires_once_while_leaders_are_killed_and_paused(fleet: Fleet)
     tokens_seen = [0]
     disruptions = 0
     leader = wait_for_leader(store, fleet)
-    deadline = time.monotonic() + CHAOS_S
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + CHAOS_DEADLINE_S
+    while disruptions < DISRUPTIONS:
+        assert time.monotonic() < deadline, f"{disruptions} disruptions in {CHAOS_DEADLINE_S:g} s"
         time.sleep(4)
         tokens_seen.append(store.fencing_token())
         leader_info = store.leader()
@@ -148,8 +150,12 @@ def test_every_tick_fires_once_while_leaders_are_killed_and_paused(fleet: Fleet)
             victim.send_signal(signal.SIGCONT)  # wakes stale: must fire nothing
         disruptions += 1
         tokens_seen.append(store.fencing_token())
-    time.sleep(2)
     end = time.time()
+    deadline = time.monotonic() + 60  # the cron fires on after the last disruption: a tick scheduled after it
+    while time.monotonic() < deadline and not any(
+        json.loads(r)["job"]["scheduled"] >= end for r in client.lrange(sink, -10, -1)
+    ):
+        time.sleep(0.5)
     fleet.stop_all()
     tokens_seen.append(store.fencing_token())
 
@@ -159,9 +165,8 @@ def test_every_tick_fires_once_while_leaders_are_killed_and_paused(fleet: Fleet)
     ticks = sorted({j["scheduled"] for j in jobs})
     context = f"disruptions={disruptions}\n{fleet.log_tail()}"
 
-    assert disruptions >= 8
     assert ticks, context
-    assert ticks[-1] >= end - 5, f"the cron stopped firing before the end\n{context}"
+    assert ticks[-1] >= end, f"the cron stopped firing before the end\n{context}"
     missing = sorted(set(range(ticks[0], ticks[-1] + 1)) - set(ticks))
     assert missing == [], f"ticks never published: {missing}\n{context}"
     assert set(counts) == {f"cron:every-second:{t}" for t in ticks}

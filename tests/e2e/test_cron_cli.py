@@ -54,7 +54,7 @@ def env(isolated_env: Path) -> dict[str, str]:
     return {**os.environ, "TQADMIN_STORE_URL": REDIS_URL, "TQADMIN_BROKER_URL": AMQP_URL}
 
 
-def wait_for(predicate: object, timeout_s: float = 15.0) -> None:
+def wait_for(predicate: object, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():  # type: ignore[operator]

@@ -23,6 +23,7 @@ import httpx
 import pika
 import pytest
 import redis
+from rabbit_queues import api
 from tqadmin_rabbitmq import RabbitMQPlugin
 
 from tqadmin.plugin.base import BrokerConfig
@@ -63,7 +64,7 @@ def owned_queues(prefix: str) -> list[str]:
         MANAGEMENT_URL + "api/queues/%2F",
         params={"page": 1, "page_size": 500, "name": f"^{prefix}\\.", "use_regex": "true", "columns": "name"},
         auth=("guest", "guest"),
-        timeout=10,
+        timeout=60,  # a deadline on a loaded broker
     )
     response.raise_for_status()
     return [item["name"] for item in response.json()["items"]]
@@ -84,6 +85,12 @@ def clean_up(admin: Any, prefix: str) -> None:
     if ledger:
         client.delete(*ledger)
     client.close()
+
+
+def published_to(prefix: str) -> int:
+    """Messages published to the queues named ``prefix...``, as the management API counts them (it lags)."""
+    listed = api("queues/%2F?columns=name,message_stats.publish")
+    return sum(q.get("message_stats", {}).get("publish", 0) for q in listed if q["name"].startswith(prefix))
 
 
 def worker_pids(prefix: str) -> list[int]:
@@ -181,10 +188,9 @@ def test_sigterm_stops_the_demo_in_order_with_a_summary_and_no_orphans(tmp_path:
         command, env=demo_env(tmp_path, prefix), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 30
-        while len(worker_pids(prefix)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(2)
+        deadline = time.monotonic() + 60  # both workers up and a message published: an order, not a time
+        while (len(worker_pids(prefix)) < 2 or not published_to(prefix)) and time.monotonic() < deadline:
+            time.sleep(0.5)
         demo.send_signal(signal.SIGTERM)
         out, err = demo.communicate(timeout=60)
         assert demo.returncode == 0, err

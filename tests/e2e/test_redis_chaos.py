@@ -49,8 +49,9 @@ def test_kills_a_stopped_worker_and_a_redis_restart_lose_nothing_and_steal_from_
         stopped = workers[3]
         # what happens when (seconds after the start), beside a SIGKILL every 2 s among workers 0-2
         events = {
-            6.0: lambda: stopped.send_signal(signal.SIGSTOP),  # past its 2 s lease: its entries move on
-            12.0: lambda: stopped.send_signal(signal.SIGCONT),  # its late settlements are refused
+            # the whole process group: a SIGSTOP to the supervisor alone leaves its child working on
+            6.0: lambda: os.killpg(stopped.pid, signal.SIGSTOP),  # past its 2 s lease: its entries move on
+            12.0: lambda: os.killpg(stopped.pid, signal.SIGCONT),  # its late settlements are refused
             16.0: persistent_redis.server.restart,
         }
         kills, started = 0, time.monotonic()
@@ -63,7 +64,7 @@ def test_kills_a_stopped_worker_and_a_redis_restart_lose_nothing_and_steal_from_
             kills += 1
             for at in [at for at in events if time.monotonic() - started >= at]:
                 events.pop(at)()
-        stopped.send_signal(signal.SIGCONT)
+        os.killpg(stopped.pid, signal.SIGCONT)
         pipeline.wait_for(lambda: len(pipeline.effects()) == JOBS, 60, "every job's effect")
         pipeline.wait_for(lambda: pipeline.pending() == 0, 30, "the stream to empty")
 

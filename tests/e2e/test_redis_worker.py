@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import time
 
@@ -32,9 +33,12 @@ def test_failed_runs_come_back_after_their_delay_and_dead_letters_keep_the_body(
     redis_pipeline.start("--concurrency", "2", "--backoff-base", "0.2", "--backoff-cap", "0.5")
     redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"f": 1}, 60, "the flaky job's third run")
     redis_pipeline.wait_for(lambda: redis_pipeline.depth(f"{redis_pipeline.queue}.dlq") == 2, 30, "2 letters")
-    times = redis_pipeline.run_times("f")
-    assert len(times) == 3
-    assert all(0 <= b - a <= 0.5 + 0.5 for a, b in itertools.pairwise(times))
+    times, delays = redis_pipeline.run_times("f"), redis_pipeline.retry_delays("f")
+    assert len(times) == 3 and len(delays) == 2
+    assert all(0 <= delay <= bound for delay, bound in zip(delays, (0.2, 0.4), strict=True))  # full jitter
+    # each retry came back no sooner than the delay drawn for it: a lower bound, which load only widens
+    for (before, after), delay in zip(itertools.pairwise(times), delays, strict=True):
+        assert after - before >= delay - redis_pipeline.delay_tolerance_s(delay), (times, delays)
     letters = {body: letter.headers for letter, body in redis_pipeline.dead_letters()}
     assert letters[b"\x00\xffnot json"]["x-tq-reason"] == "malformed"
     fatal = next(h for body, h in letters.items() if b'"fatal"' in body)
@@ -93,13 +97,17 @@ def test_a_stopped_worker_loses_its_entries_to_a_live_one_and_cannot_settle_them
     redis_pipeline.publish([{"task_type": "sleep", "id": "held", "seconds": 3}])
     frozen = redis_pipeline.start("--concurrency", "1", "--lease", "1")
     redis_pipeline.wait_for(lambda: redis_pipeline.runs() == {"held": 1}, 20, "the job to start")
-    frozen.send_signal(signal.SIGSTOP)
+    os.killpg(frozen.pid, signal.SIGSTOP)  # the supervisor and the child that runs the job
     try:
         redis_pipeline.start("--concurrency", "1", "--lease", "1")
         redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"held": 1}, 30, "the live worker's run")
+        assert redis_pipeline.runs() == {"held": 2}  # the live worker's, beside the stopped one's
     finally:
-        frozen.send_signal(signal.SIGCONT)
-    time.sleep(4)  # the thawed run finishes: its commit and ack are refused
+        os.killpg(frozen.pid, signal.SIGCONT)
+    thawed = redis_pipeline.logs / "worker-0.log"
+    redis_pipeline.wait_for(  # the thawed run finishes: its commit is refused (and its ack)
+        lambda: "effect not committed by this run" in thawed.read_text(), 60, "the thawed run's end"
+    )
     assert redis_pipeline.effects() == {"held": 1}
     redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 20, "nothing left")
 
@@ -110,6 +118,6 @@ def test_a_35_s_job_with_a_10_s_lease_runs_once(redis_pipeline: RedisPipeline) -
     redis_pipeline.start("--concurrency", "1", "--lease", "10")
     redis_pipeline.start("--concurrency", "1", "--lease", "10")  # a second worker, ready to steal
     redis_pipeline.wait_for(lambda: redis_pipeline.effects() == {"long": 1}, 80, "the long job")
-    redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 10, "the ack")
+    redis_pipeline.wait_for(lambda: redis_pipeline.pending() == 0, 60, "the ack")
     time.sleep(1)
     assert redis_pipeline.runs() == {"long": 1}

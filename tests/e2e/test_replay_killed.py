@@ -84,7 +84,7 @@ def test_a_server_side_replay_killed_mid_way_is_finished_by_the_rerun_without_a_
     dlq, target = amqp_queues.declare("dlq"), amqp_queues.declare("orders")
     fill(amqp_queues, dlq)
     shovel = f"api/parameters/shovel/%2F/tqadmin-move-{dlq}-to-{target}"
-    with httpx.Client(base_url="http://127.0.0.1:15672/", auth=("guest", "guest"), timeout=30) as api:
+    with httpx.Client(base_url="http://127.0.0.1:15672/", auth=("guest", "guest"), timeout=60) as api:
         first = subprocess.Popen(
             tqadmin("replay", dlq, "--to", target, "--server-side", "--timeout", "30"),
             stdout=subprocess.DEVNULL,

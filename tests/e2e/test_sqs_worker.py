@@ -55,6 +55,6 @@ def test_35_s_jobs_on_a_10_s_visibility_timeout_run_once(sqs_pipeline: SqsPipeli
         pipeline.start("--concurrency", "2", "--prefetch", "2", "--lease", "10")
     expected = {f"long-{i}": 1 for i in range(3)}
     pipeline.wait_for(lambda: pipeline.effects() == expected, 90, "the long jobs")
-    pipeline.wait_for(lambda: pipeline.depth() == 0, 10, "the acks")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 60, "the acks")
     time.sleep(1)
     assert pipeline.runs() == expected

@@ -25,7 +25,7 @@ def test_a_30_s_job_with_a_5_s_amqp_heartbeat_runs_once(pipeline: Pipeline) -> N
     pipeline.publish([{"task_type": "sleep", "id": "long", "seconds": 30}])
     pipeline.start("--concurrency", "1", broker="amqp://guest:guest@127.0.0.1:5672/%2F?heartbeat=5")
     pipeline.wait_for(lambda: pipeline.effects() == {"long": 1}, 60, "the long job")
-    pipeline.wait_for(lambda: pipeline.depth() == 0, 10, "the ack")
+    pipeline.wait_for(lambda: pipeline.depth() == 0, 60, "the ack")
     time.sleep(1)
     assert pipeline.runs() == {"long": 1}
     assert "connection lost" not in pipeline.log_text()

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 FAST_RETRIES = ("--backoff-base", "0.05", "--backoff-cap", "0.1")
 
 
-def test_failed_runs_are_retried_by_the_broker_with_gaps_within_the_full_jitter_bounds(
+def test_failed_runs_are_retried_by_the_broker_no_sooner_than_their_full_jitter_delays(
     pipeline: Pipeline,
 ) -> None:
     base, cap = 0.5, 1.5
@@ -31,19 +31,20 @@ def test_failed_runs_are_retried_by_the_broker_with_gaps_within_the_full_jitter_
     pipeline.start("--concurrency", "4", "--backoff-base", str(base), "--backoff-cap", str(cap))
     pipeline.wait_for(lambda: len(pipeline.effects()) == 12, 60, "12 flaky jobs to succeed on their 4th run")
     assert set(pipeline.effects().values()) == {1}
-    gaps: list[float] = []
+    drawn: list[float] = []
     for job_id in ids:
-        times = pipeline.run_times(job_id)
-        assert len(times) == 4
-        for k, (before, after) in enumerate(itertools.pairwise(times), start=1):
+        times, delays = pipeline.run_times(job_id), pipeline.retry_delays(job_id)
+        assert len(times) == 4 and len(delays) == 3
+        for k, ((before, after), delay) in enumerate(zip(itertools.pairwise(times), delays, strict=True), 1):
             bound = min(cap, base * 2 ** (k - 1))
-            gap = after - before
-            # the broker may round the delay by 10 % or 100 ms; allow 0.75 s for handing the job around
-            assert 0 <= gap <= bound * 1.1 + 0.1 + 0.75, (job_id, k, gap, bound)
-            gaps.append(gap / bound)
-    # full jitter: spread over the whole range, not a fixed delay (uniform(0, 1) has mean 0.5, sd 0.29)
-    assert statistics.pstdev(gaps) > 0.1
-    assert 0.2 < statistics.mean(gaps) < 0.9
+            assert 0 <= delay <= bound, (job_id, k, delay, bound)
+            # the broker held it at least the delay drawn (less the rounding it declares): a lower bound,
+            # which a loaded machine only widens
+            assert after - before >= delay - pipeline.delay_tolerance_s(delay), (job_id, k, times, delays)
+            drawn.append(delay / bound)
+    # full jitter: the delays drawn spread over the whole range (uniform(0, 1) has mean 0.5, sd 0.29)
+    assert statistics.pstdev(drawn) > 0.1
+    assert 0.2 < statistics.mean(drawn) < 0.9
 
 
 def test_dead_letters_keep_the_body_byte_for_byte_and_say_why_in_headers(pipeline: Pipeline) -> None:
@@ -259,7 +260,7 @@ def test_a_worker_that_hangs_mid_run_instead_of_dying_still_charges_its_job_a_cr
     pipeline.publish([{"task_type": "sleep", "id": "hangs", "seconds": 5}])
     worker = pipeline.start("--concurrency", "1", "--lease", "1")
     pipeline.wait_for(lambda: pipeline.runs() == {"hangs": 1}, 30, "the long run to start")
-    time.sleep(0.6)  # a monitor tick or two (a quarter of the lease)
+    pipeline.wait_for(lambda: pipeline.claim_record("hangs")[0] == "running", 30, "a monitor tick's record")
     (child,) = map(int, Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split())
     os.kill(child, signal.SIGSTOP)
     store = open_store(pipeline.store_url)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -33,6 +34,10 @@ from tqadmin.store.keys import job_key
 
 TASKS = str(Path(__file__).with_name("e2e_tasks.py"))
 REDIS_URL = "redis://127.0.0.1:6379/0"
+# the settler's line for a failed run it retries (tqadmin/pipeline/settler.py), delay rounded to 10 ms
+RETRY_LINE = re.compile(
+    r"job (?P<job>\S+) attempt (?P<attempt>\d+) failed \(.*\); retry in (?P<delay>[0-9.]+) s"
+)
 
 
 class Pipeline:
@@ -174,8 +179,31 @@ class Pipeline:
     def run_times(self, job_id: str) -> list[float]:
         return [float(t) for t in self.redis.lrange(f"{self.key}:times:{self.id_prefix}{job_id}", 0, -1)]
 
+    def retry_delays(self, job_id: str) -> list[float]:
+        """The delays the workers drew for ``job_id``'s retries, after its first run, then its second...:
+        what a gap between two runs is checked against, whatever load adds to it (from the ``-v`` logs)."""
+        drawn: dict[int, float] = {}
+        for path in self.logs.glob("worker-*.log"):
+            for match in RETRY_LINE.finditer(path.read_text(errors="replace")):
+                if match["job"] == self.id_prefix + job_id:
+                    drawn[int(match["attempt"])] = float(match["delay"])
+        return [drawn[attempt] for attempt in sorted(drawn)]
+
+    def delay_tolerance_s(self, delay_s: float) -> float:
+        """How much sooner than ``delay_s`` the broker may hand a retry back, as its plugin declares, and the
+        log's rounding of the delay to 10 ms."""
+        capabilities = plugin_for_url(self.broker_url or AMQP_URL).transport_capabilities
+        assert capabilities is not None
+        return capabilities.delay_tolerance_s(delay_s) + 0.005
+
     def claimed(self, job_id: str) -> bool:
         return bool(self.redis.exists(job_key(self.store_prefix, self.id_prefix + job_id)))
+
+    def claim_record(self, job_id: str) -> tuple[str, int]:
+        """A job's claim in the store: its state (claimed, running, released, done) and fencing token."""
+        key = job_key(self.store_prefix, self.id_prefix + job_id)
+        state, token = self.redis.hmget(key, ["state", "token"])
+        return state or "", int(token or 0)
 
     def current_jobs(self) -> set[str]:
         """Job ids the live workers of this queue report in their heartbeats."""

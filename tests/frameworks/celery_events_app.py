@@ -1,5 +1,6 @@
 """A Celery app with task events on (``-E`` and ``task_send_sent_event``), as the event tests run it: its
-broker and queue from the environment, tasks that nap, fail, and retry once."""
+broker and queue from the environment, tasks that nap, hold until the test lets them go, fail, and retry
+once."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from typing import Any
 
 from celery import Celery
+from holding import hold as hold_until
 
 app = Celery("events", broker=os.environ.get("TQT_CELERY_BROKER", "memory://"), set_as_current=False)
 app.conf.update(
@@ -23,6 +25,11 @@ app.conf.update(
 def nap(seconds: float) -> float:
     time.sleep(seconds)
     return seconds
+
+
+@app.task(name="events.hold", shared=False)
+def hold(release: str) -> None:
+    hold_until(release)
 
 
 @app.task(name="events.boom", shared=False)

@@ -4,15 +4,14 @@ up after)."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import redis
-from framework_brokers import API, AUTH, SHARED_SETS, SHARED_SORTED_SETS, CeleryOnRabbit, Rabbit
+from framework_brokers import SHARED_SETS, SHARED_SORTED_SETS, CeleryOnRabbit, Rabbit
+from rabbit_queues import vhost_of_its_own
 
 from tests.conftest import REDIS_URL
 
@@ -97,9 +96,5 @@ def own_redis_db(unique: str) -> Iterator[str]:
 @pytest.fixture
 def own_vhost() -> Iterator[str]:
     """A RabbitMQ vhost of the test's own (the guest user may do anything there), deleted afterwards."""
-    vhost = f"tqt-{uuid.uuid4().hex[:10]}"
-    httpx.put(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10).raise_for_status()
-    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
-    httpx.put(f"{API}/permissions/{vhost}/guest", json=permissions, auth=AUTH, timeout=10).raise_for_status()
-    yield vhost
-    httpx.delete(f"{API}/vhosts/{vhost}", auth=AUTH, timeout=10)
+    with vhost_of_its_own() as vhost:
+        yield vhost

@@ -27,7 +27,7 @@ API = "http://127.0.0.1:15672/api"  # RabbitMQ's management API
 AUTH = ("guest", "guest")
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if value := condition():
@@ -134,8 +134,9 @@ def assert_refused(result: tuple[int, Any, str], *instead: str) -> None:
     assert all(text in lines[0] for text in instead), err
 
 
-def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, busy_jid: str | None) -> None:
-    """A process as Sidekiq's launcher writes it each beat: its hash, its ``:work`` hash, its member."""
+def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, busy_jid: str | None) -> float:
+    """A process as Sidekiq's launcher writes it each beat: its hash, its ``:work`` hash, its member; the
+    time it was written."""
     now = time.time()
     started = int(now * 1000) - 60_000 if milliseconds else now - 60
     info = {"hostname": "web-1", "started_at": started, "pid": 4242, "tag": "app", "concurrency": 5,
@@ -150,3 +151,4 @@ def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, b
         work = {"queue": "default", "payload": json.dumps(job), "run_at": run_at}
         client.hset(f"{identity}:work", "tid-1", json.dumps(work))
     client.sadd("processes", identity)
+    return now

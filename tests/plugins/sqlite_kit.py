@@ -78,7 +78,7 @@ class Kit:
         self.admin.close()
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 10.0, what: str = "the condition") -> None:
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "the condition") -> None:
     """Poll until ``condition`` holds (a deadline for the broker to act, not a speed assertion)."""
     deadline = time.monotonic() + timeout_s
     while not condition():

@@ -42,7 +42,7 @@ class Running:
         self.thread = threading.Thread(target=consumer.run, args=(self.deliveries.append,), daemon=True)
         self.thread.start()
 
-    def wait_for(self, count: int, timeout_s: float = 15.0) -> list[Delivery]:
+    def wait_for(self, count: int, timeout_s: float = 60.0) -> list[Delivery]:
         poll(lambda: len(self.deliveries) >= count, timeout_s, f"{count} deliveries")
         return self.deliveries
 

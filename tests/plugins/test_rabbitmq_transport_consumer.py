@@ -32,7 +32,7 @@ def test_after_a_reconnect_the_old_delivery_is_not_acked_and_its_redelivery_is(q
     loop = threading.Thread(target=consumer.run, args=(deliveries.put,), daemon=True)
     loop.start()
     try:
-        first = deliveries.get(timeout=10)
+        first = deliveries.get(timeout=60)
         assert consumer.alive(first)
         proxy.drop_all()
         again = deliveries.get(timeout=30)  # the broker requeued it; the consumer reconnected
@@ -63,14 +63,14 @@ def test_acks_batched_with_other_outcomes_settle_exactly_the_acked_messages(queu
     loop = threading.Thread(target=consumer.run, args=(deliveries.put,), daemon=True)
     loop.start()
     try:
-        d = [deliveries.get(timeout=10) for _ in ids]
+        d = [deliveries.get(timeout=60) for _ in ids]
         assert [x.message.id for x in d] == ids
         assert consumer.dead_letter(d[2], {"x-tq-reason": "failed"}) is True
         assert consumer.retry_later(d[4], 60, {"x-tq-retry-count": 1}) is True
         with loop_held(consumer):  # everything settled meanwhile goes out in one flush
             assert all(consumer.ack(d[n]) for n in (9, 0, 3, 7, 1, 5))
             consumer.release([d[8]])
-        again = deliveries.get(timeout=10)
+        again = deliveries.get(timeout=60)
         assert again.message.id == "j8" and again.message.redelivered
     finally:  # j6 is never settled: it is still running when the consumer stops
         consumer.stop()
@@ -99,7 +99,7 @@ def loop_held(consumer: object) -> Iterator[None]:
 
 def drain_when(queue: str, ready: int) -> list[tuple[Any, bytes]]:
     """The messages of ``queue`` once ``ready`` of them are back (a closed channel's return at once)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while depth(queue) < ready and time.monotonic() < deadline:
         time.sleep(0.05)
     return drain(queue)

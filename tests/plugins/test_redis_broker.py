@@ -85,7 +85,7 @@ def broker(unique: str) -> Iterator[Broker]:
     b.close()
 
 
-def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+def eventually(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -97,7 +97,7 @@ def test_figures_count_ready_in_flight_delayed_and_dead_letters_and_rates_from_t
 ) -> None:
     queue = broker.queue("orders", jobs=5)
     consumer, handed = broker.consume(queue)
-    deliveries = [handed.get(timeout=5) for _ in range(5)]
+    deliveries = [handed.get(timeout=60) for _ in range(5)]
     assert consumer.retry_later(deliveries[0], 60, {"x-tq-retry-count": 1})
     assert consumer.dead_letter(deliveries[1], {"x-tq-reason": "fatal"})
     consumer.release([deliveries[2]])  # given back: ready again
@@ -118,10 +118,10 @@ def test_a_released_entry_keeps_its_delivery_count_and_a_consumer_leaves_the_gro
 ) -> None:
     queue = broker.queue("orders", jobs=1)
     first, handed = broker.consume(queue)
-    delivery = handed.get(timeout=5)
+    delivery = handed.get(timeout=60)
     assert delivery.message.delivery_count == 1
     first.release([delivery])
-    again = handed.get(timeout=10)  # the next recovery pass takes it back
+    again = handed.get(timeout=60)  # the next recovery pass takes it back
     assert again.message.id == delivery.message.id and again.message.delivery_count == 1
     second, _ = broker.consume(queue)
     assert isinstance(first, RedisConsumer) and isinstance(second, RedisConsumer)
@@ -135,7 +135,7 @@ def test_a_released_entry_keeps_its_delivery_count_and_a_consumer_leaves_the_gro
 def test_recovery_waits_for_each_holders_own_lease(broker: Broker) -> None:
     queue = broker.queue("orders", jobs=1)
     patient, handed = broker.consume(queue, lease_s=30)
-    delivery = handed.get(timeout=5)
+    delivery = handed.get(timeout=60)
     _, eager = broker.consume(queue, lease_s=0.5)
     assert eager.empty()
     time.sleep(2)  # four of the eager consumer's leases, a fifteenth of the holder's
@@ -146,7 +146,7 @@ def test_recovery_waits_for_each_holders_own_lease(broker: Broker) -> None:
 def test_purge_drops_what_is_ready_and_leaves_what_a_consumer_holds(broker: Broker) -> None:
     queue = broker.queue("orders", jobs=4)
     consumer, handed = broker.consume(queue, prefetch=1)
-    held = handed.get(timeout=5)
+    held = handed.get(timeout=60)
     broker.stop(consumer)  # it holds one entry; the others are ready
     assert broker.admin.purge(queue) == 3
     assert [m.id for m in broker.admin.peek(queue, 10).messages] == [held.message.id]
@@ -213,7 +213,7 @@ def test_after_a_redis_restart_a_new_consumer_leaves_a_live_holder_its_entries(u
         broker = Broker(unique, server.url)
         queue = broker.queue("orders", jobs=1)
         holder, handed = broker.consume(queue, lease_s=2)
-        delivery = handed.get(timeout=5)
+        delivery = handed.get(timeout=60)
         server.server.stop()
         time.sleep(2.5)  # past the lease while Redis is away
         server.server.start()
@@ -242,9 +242,9 @@ def test_after_a_redis_restart_a_consumer_that_sent_nothing_meanwhile_leaves_a_l
         broker = Broker(unique, server.url)
         queue = broker.queue("orders", jobs=2)
         holder, held = broker.consume(queue, lease_s=2, prefetch=1)
-        delivery = held.get(timeout=5)
+        delivery = held.get(timeout=60)
         bystander, handed = broker.consume(queue, lease_s=2, prefetch=1)
-        own = handed.get(timeout=5)  # its window is full: its loop waits without a call to Redis
+        own = handed.get(timeout=60)  # its window is full: its loop waits without a call to Redis
         server.server.stop()
         time.sleep(2.5)  # past the lease while Redis is away
         server.server.start()

@@ -139,7 +139,8 @@ def test_writers_of_four_processes_never_see_database_is_locked(tmp_path: Path) 
 
 def test_a_long_read_such_as_a_tui_poll_does_not_stall_writers(tmp_path: Path) -> None:
     reader = Kit(tmp_path / "broker.db")
-    writer = Kit(tmp_path / "broker.db", timeout_s=0.5)  # a writer that waited for the reader would fail
+    # a writer that waited for the reader would fail: the read is held until the writes are done (or failed)
+    writer = Kit(tmp_path / "broker.db", timeout_s=5)
     writer.publish("q", b"first")
     holding = threading.Event()
     release = threading.Event()
@@ -148,11 +149,11 @@ def test_a_long_read_such_as_a_tui_poll_does_not_stall_writers(tmp_path: Path) -
         with reader.admin.broker.read() as (db, _):
             db.execute("SELECT COUNT(*) FROM tqb_messages").fetchone()
             holding.set()
-            release.wait(10)
+            release.wait(120)
 
     thread = threading.Thread(target=long_read)
     thread.start()
-    holding.wait(5)
+    assert holding.wait(60)
     try:
         for i in range(50):
             writer.publish("q", f"m{i}".encode())

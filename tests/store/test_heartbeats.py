@@ -58,16 +58,19 @@ def test_a_window_subtracts_the_reading_at_its_start_from_the_latest(stores: Sto
     for _ in range(5):
         telemetry.finished("orders", "charge", 0.1, ok=True)
     store.beat(snapshot("w-1", telemetry), ttl_s=30)  # 5 done before the window
-    time.sleep(0.3)
+    # the window starts between the beats as long as reading it takes less than its 3 s after the second
+    # (it had 0.15 s: a loaded machine's turn outlasts that)
+    window_s = 3.0
+    time.sleep(window_s + 0.5)
     for _ in range(7):
         telemetry.started("orders", "charge", 0.05)
         telemetry.finished("orders", "charge", 0.1, ok=False)
     store.beat(snapshot("w-1", telemetry), ttl_s=30)
-    now_s, histories = store.history(0.15)
+    now_s, histories = store.history(window_s)
     [history] = histories
     assert history.baseline is not None
-    assert history.baseline.at_s <= now_s - 0.15 < history.latest.at_s
-    stats = window_stats(now_s, 0.15, histories)
+    assert history.baseline.at_s <= now_s - window_s < history.latest.at_s
+    stats = window_stats(now_s, window_s, histories)
     charge = stats.task_types["charge"]
     assert (charge.done, charge.failed) == (0, 7)
     assert stats.failure_rate == 1.0

@@ -21,6 +21,7 @@ from textual.widgets import Input
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
 from tests.fakes.management_api import FakeManagementAPI, garbage, slow, status
+from tests.rabbit_queues import amqp_url, depth, vhost_of_its_own
 from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
 from tqadmin.plugin.models import QueueListing
@@ -36,19 +37,18 @@ SIZE = (140, 45)
 pytestmark = pytest.mark.anyio
 
 
-def depth(queue: str) -> int:
-    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
-    try:
-        return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
-    finally:
-        connection.close()
+@pytest.fixture
+def vhost_url() -> Iterator[str]:
+    """The broker URL of a vhost of the test's own: its listings stay quick whatever "/" holds."""
+    with vhost_of_its_own() as vhost:
+        yield amqp_url(vhost)
 
 
 @pytest.fixture
-def queues(unique: str) -> Iterator[tuple[str, str]]:
+def queues(unique: str, vhost_url: str) -> Iterator[tuple[str, str]]:
     """``tui-<unique>`` with two jobs and its ``.dlq`` with three dead letters that name it as origin."""
     work, dlq = f"tui-{unique}", f"tui-{unique}.dlq"
-    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    connection = pika.BlockingConnection(pika.URLParameters(vhost_url))
     channel = connection.channel()
     channel.confirm_delivery()
     for name in (work, dlq):
@@ -82,14 +82,18 @@ class FreshListingAdmin(RabbitMQAdmin):
 
 
 def rabbit_app(
-    tmp_path: Path, *, read_only: bool = False, management_url: str = MANAGEMENT_URL
+    tmp_path: Path,
+    *,
+    read_only: bool = False,
+    management_url: str = MANAGEMENT_URL,
+    broker_url: str = AMQP_URL,
 ) -> TqadminApp:
     settings = Settings(
-        broker_url=AMQP_URL,
+        broker_url=broker_url,
         broker_options={"management_url": management_url},
         read_only=read_only,
         audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
+        timeout_s=30.0,  # a deadline for the shared broker's API on a loaded machine, not a speed
     )
     if management_url == MANAGEMENT_URL:
         return TqadminApp(settings=settings, refresh_s=1.0)
@@ -98,20 +102,21 @@ def rabbit_app(
 
 
 async def showing(pilot: Pilot[Any], app: TqadminApp, check: Callable[[], bool]) -> None:
-    """Poll (bounded) until the management API's figures satisfy ``check``."""
-    for _ in range(60):
+    """Poll (bounded: a minute) until the management API's figures satisfy ``check``."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         if check():
             return
         await pilot.pause(0.5)
-    raise AssertionError("the management API never showed the expected figures")
+    raise AssertionError(f"the management API never showed the expected figures: {app.poll_state}")
 
 
 @pytest.mark.rabbitmq
 async def test_on_rabbitmq_the_overview_finds_a_queue_and_peeks_it_with_its_cost(
-    queues: tuple[str, str], tmp_path: Path
+    queues: tuple[str, str], tmp_path: Path, vhost_url: str
 ) -> None:
     work, _dlq = queues
-    app = rabbit_app(tmp_path)
+    app = rabbit_app(tmp_path, broker_url=vhost_url)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: work in app.board.stats)
         await select_queue(pilot, work)
@@ -120,15 +125,15 @@ async def test_on_rabbitmq_the_overview_finds_a_queue_and_peeks_it_with_its_cost
         await settled(pilot, lambda: isinstance(app.screen, QueueDetailScreen) and bool(app.screen.peeked))
         assert "requeue" in text_of(app.screen.query_one("#peek-cost"))
         assert len(app.screen.peeked) == 2  # type: ignore[attr-defined]
-    assert depth(work) == 2
+    assert depth(work, vhost_url) == 2
 
 
 @pytest.mark.rabbitmq
 async def test_on_rabbitmq_replay_from_the_keyboard_moves_dead_letters_home(
-    queues: tuple[str, str], tmp_path: Path
+    queues: tuple[str, str], tmp_path: Path, vhost_url: str
 ) -> None:
     work, dlq = queues
-    app = rabbit_app(tmp_path)
+    app = rabbit_app(tmp_path, broker_url=vhost_url)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: dlq in app.board.stats)
         await select_queue(pilot, dlq, needle=work)
@@ -137,25 +142,25 @@ async def test_on_rabbitmq_replay_from_the_keyboard_moves_dead_letters_home(
         assert app.screen.plan.matched == 3  # type: ignore[attr-defined]
         await pilot.press("enter")
         await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
-    assert depth(dlq) == 0
-    assert depth(work) == 5
+    assert depth(dlq, vhost_url) == 0
+    assert depth(work, vhost_url) == 5
     records = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert records[-1]["action"] == "replay" and records[-1]["count"] == 3 and records[-1]["outcome"] == "ok"
 
 
 @pytest.mark.rabbitmq
 async def test_on_rabbitmq_purge_needs_the_typed_name_and_read_only_sends_nothing(
-    queues: tuple[str, str], tmp_path: Path
+    queues: tuple[str, str], tmp_path: Path, vhost_url: str
 ) -> None:
     work, _dlq = queues
-    read_only = rabbit_app(tmp_path, read_only=True)
+    read_only = rabbit_app(tmp_path, read_only=True, broker_url=vhost_url)
     async with read_only.run_test(size=SIZE) as pilot:
         await showing(pilot, read_only, lambda: work in read_only.board.stats)
         await select_queue(pilot, work)
         await pilot.press("X", "R", "m")
         assert isinstance(read_only.screen, OverviewScreen)
-    assert depth(work) == 2
-    app = rabbit_app(tmp_path)
+    assert depth(work, vhost_url) == 2
+    app = rabbit_app(tmp_path, broker_url=vhost_url)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: work in app.board.stats)
         await select_queue(pilot, work)
@@ -163,7 +168,7 @@ async def test_on_rabbitmq_purge_needs_the_typed_name_and_read_only_sends_nothin
         await settled(pilot, lambda: getattr(app.screen, "plan", None) is not None)
         await pilot.press(*work, "enter")
         await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
-    assert depth(work) == 0
+    assert depth(work, vhost_url) == 0
 
 
 @pytest.mark.parametrize(
@@ -237,11 +242,11 @@ async def test_retry_delay_queues_fold_into_their_queue_t_lists_them_and_the_det
 
 @pytest.mark.rabbitmq
 async def test_on_rabbitmq_export_then_move_from_the_keyboard(
-    queues: tuple[str, str], tmp_path: Path
+    queues: tuple[str, str], tmp_path: Path, vhost_url: str
 ) -> None:
     work, dlq = queues
     exported = tmp_path / "work.jsonl"
-    app = rabbit_app(tmp_path)
+    app = rabbit_app(tmp_path, broker_url=vhost_url)
     async with app.run_test(size=SIZE) as pilot:
         await showing(pilot, app, lambda: work in app.board.stats)
         await select_queue(pilot, work)
@@ -257,8 +262,8 @@ async def test_on_rabbitmq_export_then_move_from_the_keyboard(
         await pilot.press("enter")
         await settled(pilot, lambda: not isinstance(app.screen, ActionScreen))
     assert len(exported.read_text().splitlines()) == 2
-    assert depth(work) == 0
-    assert depth(dlq) == 5
+    assert depth(work, vhost_url) == 0
+    assert depth(dlq, vhost_url) == 5
 
 
 async def until_true(check: Callable[[], bool], within_s: float) -> None:
@@ -278,9 +283,10 @@ async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and
     tmp_path: Path, fault: Any, hangs: bool
 ) -> None:
     """After two timeouts a dashboard at a 5 s refresh waited 20 s between polls (60 s after a few more), so
-    it said "unreachable" long after the API was back. Measured from the fake API's request log: the gap
-    between two failing polls (less the call's own time, the --timeout, for a hung API) and the seconds from
-    the API's return to a live board."""
+    it said "unreachable" long after the API was back. Checked on what the app decides, which no load
+    changes: the wait it sets after each failed poll, and that the first poll after the API's return shows
+    it live; measured on the fake API's request log only where load cannot help a wrong answer pass: two
+    failing polls never less than a second apart (less the call's own time, the --timeout, for a hung API)."""
     refresh_s, timeout_s = 1.0, 1.0
     with FakeManagementAPI() as api:
         api.seed(3, prefix="fake-")
@@ -300,6 +306,13 @@ async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and
         )
         async with app.run_test(size=SIZE) as pilot:
             await settled(pilot, lambda: app.poll_state.last_ok is not None)
+            waits: list[float] = []  # the wait the app set after each failed poll in a row
+
+            def chosen(_: None) -> None:
+                if app.poll_state.failures > len(waits):
+                    waits.append(app.poll_state.retry_in_s)
+
+            app.queues_changed.subscribe(app, chosen, immediate=True)
             failing_from = time.monotonic()
             api.fail("/api/queues", fault)
             await until_true(lambda: app.poll_state.failures >= 5, 60)
@@ -308,15 +321,13 @@ async def test_a_failing_api_is_retried_once_a_second_to_every_two_refreshes_and
             ]
             call_s = timeout_s if hangs else 0.0
             gaps = [b - a - call_s for a, b in itertools.pairwise(starts)]
-            healed_at = time.monotonic()
+            failed_before_heal = len(waits)
             api.heal()
             banner = app.screen.query_one("#banner")
-            await until_true(lambda: "live" in text_of(banner), 30)
-            recovered_s = time.monotonic() - healed_at
-            print(
-                f"\nretry gaps {[round(g, 2) for g in gaps]} s; live again {recovered_s:.2f} s after the heal"
-            )
-    slack_s = 1.0  # a loaded machine's scheduling; what was wrong was 4, 8, 16 s
-    assert all(0.9 <= gap <= 2 * refresh_s + slack_s for gap in gaps), gaps
-    # a hung call in flight when the API comes back first waits out its --timeout
-    assert recovered_s <= 2 * refresh_s + call_s + slack_s
+            await until_true(lambda: "live" in text_of(banner), 60)
+            print(f"\nretry waits {waits} s; measured gaps {[round(g, 2) for g in gaps]} s")
+    assert len(waits) >= 5 and all(1.0 <= wait <= 2 * refresh_s for wait in waits), waits
+    assert all(gap >= 0.9 for gap in gaps), gaps  # never more than once a second: load only adds to a gap
+    # live at the first poll after the return, one of the waits above on: only a call already in flight
+    # (a hung one waits out its --timeout) may fail after it
+    assert len(waits) - failed_before_heal <= 1, waits

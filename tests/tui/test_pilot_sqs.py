@@ -24,7 +24,7 @@ def _sqs_app(endpoint_url: str, tmp_path: Path) -> TqadminApp:
         broker_url=BROKER_URL,
         broker_options={"endpoint_url": endpoint_url},
         audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
+        timeout_s=30.0,  # a deadline for moto on a loaded machine, not a speed
     )
     return TqadminApp(settings=settings, refresh_s=1.0)
 

@@ -38,7 +38,7 @@ async def test_a_whole_dlq_replay_from_the_keyboard_is_one_move_task(
         broker_url=BROKER_URL,
         broker_options={"endpoint_url": proxy.endpoint},
         audit_log=tmp_path / "audit.jsonl",
-        timeout_s=5.0,
+        timeout_s=30.0,  # a deadline for moto on a loaded machine, not a speed
     )
     app = TqadminApp(settings=settings, refresh_s=1.0, telemetry=None, cron=None)
     async with app.run_test(size=SIZE) as pilot:

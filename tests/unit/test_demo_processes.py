@@ -30,7 +30,19 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def wait_until(condition, timeout_s: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+def in_groups(pgids: list[int]) -> int:
+    """How many processes run in the process groups ``pgids``."""
+    count = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        count += int(fields[2]) in pgids  # the field after the state: the process group
+    return count
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
@@ -44,7 +56,7 @@ def test_stop_ends_every_worker_and_what_it_started(tmp_path: Path) -> None:
     supervisor.start()
     pids = supervisor.pids()
     assert supervisor.alive() == 2
-    time.sleep(0.3)  # let the grandchild start
+    assert wait_until(lambda: in_groups(pids) == 3)  # the grandchild started too
     supervisor.stop(grace_s=5)
     assert supervisor.alive() == 0
     assert wait_until(lambda: not any(group_alive(pid) for pid in pids))
