@@ -163,8 +163,8 @@ async def test_the_exporter_and_a_dashboard_recording_at_once_count_each_job_onc
                 lambda: app.telemetry is not None and sum(w.done for w in app.telemetry.workers) == 40,
                 "the dashboard to see the second worker's runs",
             )
-            then = clock()  # a minute of both recording (twelve records each)
-            await until(pilot, lambda: clock() > then + 60, "a minute more of the dashboard's records")
+            then = clock()  # two minutes of both recording (24 records each)
+            await until(pilot, lambda: clock() > then + 120, "two minutes more of both recording")
     assert hour_done(settings, clock) == 70
 
 

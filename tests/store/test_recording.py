@@ -4,12 +4,15 @@ dashboard opened after a restart draws, with gaps where nothing polled."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from tqadmin.errors import NoDatabase
 from tqadmin.plugin.models import QueueStats
@@ -203,3 +206,60 @@ def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucke
     assert {f["messages"] for _, f in points} <= {10, 20}
     assert len(tasks) == 30
     assert sum(s.done for _, s in tasks) == 290  # what the worker did after its first sighting, once
+
+
+def test_a_recorder_two_hours_ahead_is_refused_said_once_and_the_last_hour_keeps_its_points(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = time.time()
+    clock, ahead = Clock(), Clock()
+    right = HistoryRecorder(url, "prod", clock=clock)
+    wrong = HistoryRecorder(url, "prod", clock=ahead)  # a recorder on a host whose clock is 2 h fast
+    with caplog.at_level(logging.WARNING, logger="tqadmin.history"):
+        for minute in range(60):
+            clock.now = now - 3600 + 60 * minute + 30
+            right.record_queues([depth("orders", 5)])
+            ahead.now = clock.now + 7200
+            wrong.record_queues([depth("orders", 99)])
+    right.close()
+    wrong.close()
+    clock.now = now
+    cells = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders"], width=60).depths["orders"]
+    assert cells == (5,) * 60  # every minute's point kept, none of the fast recorder's
+    assert wrong.refused == 60 * len(TIERS)
+    said = [r.getMessage() for r in caplog.records if "ahead" in r.getMessage()]
+    assert len(said) == 1 and "profile prod" in said[0]
+
+
+def test_an_unreadable_point_is_skipped_and_counted_and_every_other_series_drawn(url: str) -> None:
+    record_depths(url, Clock(), {0: 7, 600: 8, 1200: 9})
+    history = open_history(url, create=False)
+    history.record_queues("prod", T0, [depth("emails", 3)])
+    history.close()
+    garble(url, "orders", T0 + 600)
+    clock = Clock()
+    clock.now = T0 + 1800
+    reading = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders", "emails"], width=6)
+    assert reading.depths["orders"] == (None, None, None, 7, None, 9)  # the garbled one is a gap
+    assert reading.depths["emails"] == (None, None, None, 3, None, None)
+    assert reading.skipped == 1
+
+
+def garble(url: str, queue: str, at: float) -> None:
+    """Garbage bytes in place of the fine point of ``queue`` at ``at``, as another program could write."""
+    bucket = TIERS[0].bucket(at)
+    if url.startswith("redis"):
+        from tqadmin.store.redis_history import series_key
+
+        client: Any = redis.Redis.from_url(REDIS_URL)
+        key = series_key(url.partition("prefix=")[2], "prod", "q", TIERS[0], queue)
+        client.zremrangebyscore(key, bucket, bucket)
+        client.zadd(key, {b"%d:\xff\xfe\x00garbage" % bucket: bucket})
+        client.close()
+        return
+    with sqlite3.connect(url.partition(":///")[2]) as db:
+        db.execute(
+            "UPDATE tq_history_points SET value = ? WHERE bucket = ? AND tier = ? AND series ="
+            " (SELECT id FROM tq_history_series WHERE kind = 'q' AND name = ?)",
+            (b"\xff\xfe\x00garbage", bucket, TIERS[0].resolution_s, queue),
+        )

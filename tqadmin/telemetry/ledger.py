@@ -65,6 +65,7 @@ class WorkerLedger:
         """Take the workers the store lists now; those it no longer lists have departed, and one that is
         listed again (the same id and ``started_at``) takes its counts back from the departed."""
         now = self._clock()
+        self._fold(now)  # gone too long to be taken back
         listed: set[str] = set()
         for snapshot in snapshots:
             listed.add(snapshot.worker_id)
