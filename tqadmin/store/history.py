@@ -78,7 +78,7 @@ TIERS: tuple[Tier, ...] = (Tier(10, 360), Tier(300, 288), Tier(1800, 336))
 
 DEFAULT_MAX_SERIES = 2000
 """The exporter's ``--max-queues``."""
-DEFAULT_MAX_DEPARTED = 1000
+DEFAULT_MAX_DEPARTED = 200
 """Departed worker processes whose figures are kept (for the finest tier's span) besides the listed ones."""
 MAX_NAME_BYTES = 255
 """Longest recorded queue or task type name (UTF-8): RabbitMQ's limit; longer names are not recorded."""

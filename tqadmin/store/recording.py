@@ -7,8 +7,8 @@ point per kind every :data:`RECORD_EVERY_S` (two writers of one moment write one
 with its own figures, never from a poller's totals (:mod:`tqadmin.store.increments`): any number of
 writers add each run once. A recorder is made only for a profile that is not read-only, opens the store as
 a reader (it never creates the embedded file: while nothing has created it there is nothing to record), and
-never raises: a store that fails is logged once per outage, points refused for being ahead of this
-recorder's clock once per episode, and the poll goes on.
+never raises: a store that fails is logged once per outage, points refused for being ahead of the store's
+clock once, and the poll goes on.
 
 :class:`HistoryReader` turns the points into what a chart needs: depth cells across the span (a cell with
 no point is ``None``, drawn as a gap), each task type's activity over the span (the sum of its buckets'
@@ -129,7 +129,7 @@ class HistoryRecorder(ProfileHistory):
         super().__init__(store_url, profile, **options)
         self._last: dict[str, float] = {}  # kind -> when it was last written
         self._failing = False
-        self.refused = 0  # points found ahead of this recorder's clock and refused, since it was made
+        self.refused = 0  # points refused for being ahead of the store's clock, since it was made
 
     def record_queues(self, stats: Sequence[QueueStats]) -> None:
         self._write(QUEUES, lambda history, now: history.record_queues(self.profile, now, stats))
@@ -160,18 +160,17 @@ class HistoryRecorder(ProfileHistory):
             if self._failing:
                 log.warning("writing the history of profile %s works again", self.profile)
             self._failing = False
-            self._say_refused(done.refused)
+            self._say_refused(done)
 
-    def _say_refused(self, refused: int) -> None:
-        """Counted always, said once: a recorder whose clock is ahead keeps writing such points."""
-        if refused and not self.refused:
-            log.warning(
-                "the history of profile %s held %d points more than a bucket ahead of this recorder's clock;"
-                " they were refused (is another recorder's clock ahead?)",
-                self.profile,
-                refused,
-            )
-        self.refused += refused
+    def _say_refused(self, done: Recorded) -> None:
+        """Counted always, said once: a recorder whose clock is ahead is refused at every write."""
+        if done.refused and not self.refused:
+            if done.ahead_s > 0:
+                why = f"this recorder's clock is {done.ahead_s:,.0f} s ahead of the state store's"
+            else:
+                why = "they started more than a minute after the state store's clock (their runs are kept)"
+            log.warning("the history of profile %s refused %d points: %s", self.profile, done.refused, why)
+        self.refused += done.refused
 
 
 def recorder_for(settings: Settings, clock: Callable[[], float] = time.time) -> HistoryRecorder | None:
