@@ -133,6 +133,32 @@ def test_counters_never_go_down_when_workers_leave_restart_or_reuse_an_id() -> N
     assert seen == [12, 13, 14, 14, 16]
 
 
+def test_a_worker_that_vanishes_from_the_store_for_a_poll_and_returns_is_counted_once() -> None:
+    ledger = WorkerLedger()
+    seen = []
+    for listed in (
+        [_worker("a", 1.0, 50_000), _worker("b", 1.0, 10)],
+        [_worker("b", 1.0, 10)],  # a's keys lost (FLUSHDB, a failover): not listed for one poll
+        [_worker("a", 1.0, 50_003), _worker("b", 1.0, 10)],  # its next heartbeat: the same process
+        [_worker("a", 1.0, 50_004), _worker("b", 1.0, 11)],
+    ):
+        ledger.update(listed)
+        seen.append(ledger.totals()["t"].done)
+    assert seen == [50_010, 50_010, 50_013, 50_015]  # never 100,010: monotonic and true
+
+
+def test_departed_workers_fold_into_the_totals_after_the_return_window_or_past_the_count_remembered() -> None:
+    now = [0.0]
+    ledger = WorkerLedger(clock=lambda: now[0], return_window_s=60, remember=2)
+    ledger.update([_worker(f"w{i}", 1.0, 1) for i in range(4)])
+    ledger.update([])  # all four leave: two are remembered by themselves, two fold
+    assert ledger.totals()["t"].done == 4
+    now[0] = 61.0
+    ledger.update([_worker("w3", 1.0, 2)])  # too late to be taken back: folded, and counted anew
+    assert ledger.totals()["t"].done == 6
+    assert [w.worker_id for w in ledger.workers()] == ["w3"]
+
+
 def test_other_frameworks_workers_are_counted_by_framework_and_state_beside_tqadmins() -> None:
     reading = Reading(
         "redis",

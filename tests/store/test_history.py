@@ -1,5 +1,6 @@
 """Queue and task history on Redis and SQLite: one point per bucket whoever writes it, every tier filled,
-trimmed, bounded, with gaps left as gaps."""
+trimmed, bounded, with gaps left as gaps. (Task activity with many writers, departed and returning workers,
+clocks ahead and unreadable points: ``test_history_writers.py``.)"""
 
 from __future__ import annotations
 
@@ -15,20 +16,16 @@ from tqadmin.errors import NoDatabase
 from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store, redis_history
-from tqadmin.store.history import (
+from tqadmin.store.history import MAX_NAME_BYTES, TIERS, HistoryStore, Tier, open_history, size_bound
+from tqadmin.store.history_points import (
     HISTORY_COARSENING,
-    MAX_NAME_BYTES,
-    TIERS,
-    HistoryStore,
-    Tier,
     clamp_histogram,
     decode_task_point,
     encode_task_point,
-    open_history,
-    size_bound,
 )
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.ledger import WorkerFigures
 from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -84,12 +81,26 @@ def tasks(done: int, wait_s: float = 0.05) -> TaskStats:
     return stats
 
 
+def worker(
+    tasks_by_type: dict[str, TaskStats], worker_id: str = "w-1", started_at: float = 0.0
+) -> WorkerFigures:
+    """A worker process with ``tasks_by_type`` as its cumulative figures."""
+    return WorkerFigures(worker_id, started_at, tasks_by_type)
+
+
+def record_runs(store: HistoryStore, profile: str, now_s: float, runs: dict[str, int]) -> None:
+    """A worker that ran ``runs`` of each task type in the bucket of ``now_s``: recorded once before (its
+    first sighting, nothing added) and once with the runs (what was added), one point per tier."""
+    store.record_tasks(profile, now_s, [worker({name: TaskStats() for name in runs})])
+    store.record_tasks(profile, now_s, [worker({name: tasks(n) for name, n in runs.items()})])
+
+
 def test_a_queue_point_reads_back_with_its_figures_and_none_for_what_the_broker_did_not_report(
     history: History,
 ) -> None:
     store = history()
     stats = queue("orders", 10, oldest_age_s=4.25, publish_rate=1.5, deliver_rate=None, ack_rate=0.1234)
-    assert store.record_queues("prod", 1000.4, [stats]) == 1
+    assert store.record_queues("prod", 1000.4, [stats]).series == 1
     [(t, figures)] = store.queue_history("prod", "orders", FINE)
     assert t == 1000
     assert figures == {
@@ -102,19 +113,21 @@ def test_a_queue_point_reads_back_with_its_figures_and_none_for_what_the_broker_
     }
 
 
-def test_a_task_point_keeps_the_counters_and_mergeable_histograms(history: History) -> None:
+def test_a_task_point_keeps_what_the_bucket_added_with_mergeable_histograms(history: History) -> None:
     store = history()
-    store.record_tasks("prod", 1000, {"send_email": tasks(40)})
-    store.record_tasks("prod", 1001, {"send_email": tasks(100, wait_s=2.0)})
+    before = tasks(40)
+    after = tasks(40)
+    after.done += 60
+    after.wait.record(2.0, times=60)
+    after.run.record(0.2, times=60)
+    store.record_tasks("prod", 1000, [worker({"send_email": before})])  # first sighting: nothing added
+    store.record_tasks("prod", 1001, [worker({"send_email": after})])
     points = store.task_history("prod", "send_email", FINE)
-    assert [t for t, _ in points] == [1000, 1001]
-    first, last = points[0][1], points[1][1]
-    assert (last.done, last.failed, last.dead_lettered) == (100, 1, 2)
-    assert last.wait.count == 100
-    assert last.wait.quantile(0.5) == pytest.approx(2.0, rel=0.09)  # stored coarser than live (9 %)
-    window = last.minus(first)  # a window is the difference of two cumulative points
-    assert window.done == 60
-    assert window.run.count == 60
+    assert [(t, stats.done) for t, stats in points] == [(1000, 0), (1001, 60)]
+    added = points[1][1]
+    assert (added.failed, added.dead_lettered) == (0, 0)
+    assert added.wait.count == added.run.count == 60
+    assert added.wait.quantile(0.5) == pytest.approx(2.0, rel=0.09)  # stored coarser than live (9 %)
 
 
 def test_two_writers_at_the_same_moment_make_one_point_the_last_one_wins(history: History) -> None:
@@ -143,7 +156,7 @@ def test_each_tier_keeps_at_most_its_points_the_newest(history: History) -> None
     store = history()
     for t in range(0, 200, 1):
         store.record_queues("prod", t, [queue("orders", t)])
-        store.record_tasks("prod", t, {"job": tasks(t)})
+        store.record_tasks("prod", t, [worker({"job": tasks(t)})])
     for tier in SMALL:
         points = store.queue_history("prod", "orders", tier)
         assert len(points) == tier.points
@@ -172,10 +185,10 @@ def test_profiles_and_kinds_are_separate(history: History) -> None:
     store = history()
     store.record_queues("prod", 100, [queue("orders", 1)])
     store.record_queues("staging", 100, [queue("orders", 2)])
-    store.record_tasks("prod", 100, {"orders": tasks(3)})
+    record_runs(store, "prod", 100, {"orders": 3})
     assert store.queue_history("prod", "orders", FINE)[0][1]["messages"] == 1
     assert store.queue_history("staging", "orders", FINE)[0][1]["messages"] == 2
-    assert store.task_history("prod", "orders", FINE)[0][1].done == 3
+    assert store.task_history("prod", "orders", FINE)[-1][1].done == 3
     assert store.task_history("staging", "orders", FINE) == []
 
 
@@ -183,7 +196,7 @@ def test_hostile_names_round_trip_each_to_its_own_series(history: History) -> No
     store = history()
     profile = "p{r}o:f'ile\n"
     store.record_queues(profile, 100, [queue(name, i + 1) for i, name in enumerate(HOSTILE)])
-    store.record_tasks(profile, 100, {name: tasks(i + 1) for i, name in enumerate(HOSTILE)})
+    record_runs(store, profile, 100, {name: i + 1 for i, name in enumerate(HOSTILE)})
     for i, name in enumerate(HOSTILE):
         [(_, figures)] = store.queue_history(profile, name, FINE)
         assert figures["messages"] == i + 1
@@ -193,13 +206,13 @@ def test_hostile_names_round_trip_each_to_its_own_series(history: History) -> No
 
 def test_past_max_series_new_names_are_not_recorded_in_name_order(history: History) -> None:
     store = history(max_series=3)
-    assert store.record_queues("prod", 100, [queue(name) for name in "edcba"]) == 3
+    assert store.record_queues("prod", 100, [queue(name) for name in "edcba"]).series == 3
     assert [n for n in "abcde" if store.queue_history("prod", n, FINE)] == ["a", "b", "c"]
     # known ones keep being recorded, a newcomer waits for a known one to be forgotten
-    assert store.record_queues("prod", 101, [queue(name) for name in "0bc"]) == 2
+    assert store.record_queues("prod", 101, [queue(name) for name in "0bc"]).series == 2
     assert store.queue_history("prod", "0", FINE) == []
     later = 101 + COARSE.span_s + 1
-    assert store.record_queues("prod", later, [queue(name) for name in "0bc"]) == 3
+    assert store.record_queues("prod", later, [queue(name) for name in "0bc"]).series == 3
     assert store.queue_history("prod", "0", FINE) != []
     assert store.queue_history("prod", "a", FINE) == []  # forgotten with its points
 
@@ -207,7 +220,7 @@ def test_past_max_series_new_names_are_not_recorded_in_name_order(history: Histo
 def test_names_too_long_to_bound_are_not_recorded(history: History) -> None:
     store = history()
     long_name = "x" * (MAX_NAME_BYTES + 1)
-    assert store.record_queues("prod", 100, [queue(long_name), queue("ok")]) == 1
+    assert store.record_queues("prod", 100, [queue(long_name), queue("ok")]).series == 1
     assert store.queue_history("prod", long_name, FINE) == []
 
 
@@ -265,16 +278,21 @@ def _stored_bytes(store_url: str, kind: str) -> int:
 def test_a_full_tier_cycle_of_max_series_queues_and_tasks_stays_under_the_size_bound(
     history: History, url: str, kind: str
 ) -> None:
-    max_series = 200
-    store = history(max_series=max_series)
+    max_series, listed, max_departed = 200, 2, 4
+    store = history(max_series=max_series, max_departed=max_departed)
     names = [f"queue-{i:04d}-" + "n" * 40 for i in range(max_series + 50)]  # 50 past the guard
     for t in range(0, COARSE.span_s + 5):
         store.record_queues("prod", t, [queue(n, t, publish_rate=t / 3, oldest_age_s=t * 1.1) for n in names])
-        store.record_tasks("prod", t, {n: tasks(t + 1, wait_s=0.001 * (t + 1)) for n in names})
+        # two workers, each restarting every 2 s: departed processes pile up past what is kept
+        figures = {n: tasks(t % 2 + 1, wait_s=0.001 * (t + 1)) for n in names}
+        store.record_tasks(
+            "prod", t, [worker(figures, f"w-{i}", started_at=t - t % 2) for i in range(listed)]
+        )
     assert len(store.queue_history("prod", names[0], FINE)) == FINE.points
     assert store.queue_history("prod", names[-1], FINE) == []
+    assert len(store.task_history("prod", names[0], FINE)) == FINE.points
     used = _stored_bytes(url, kind)
-    assert 0 < used < size_bound(max_series, tiers=SMALL)
+    assert 0 < used < size_bound(max_series, tiers=SMALL, workers=listed + max_departed)
 
 
 def test_the_guard_holds_across_the_scripts_of_one_redis_record(
@@ -282,7 +300,7 @@ def test_the_guard_holds_across_the_scripts_of_one_redis_record(
 ) -> None:
     monkeypatch.setattr(redis_history, "SCRIPT_CHUNK", 2)  # five names: three scripts in one pipeline
     store = history(max_series=3)
-    assert store.record_queues("prod", 100, [queue(name) for name in "edcba"]) == 3
+    assert store.record_queues("prod", 100, [queue(name) for name in "edcba"]).series == 3
     assert [n for n in "abcde" if store.queue_history("prod", n, FINE)] == ["a", "b", "c"]
 
 
@@ -300,7 +318,7 @@ def test_a_reader_shares_the_state_stores_sqlite_file(tmp_path: Path) -> None:
 def test_many_series_are_read_in_one_call_and_the_recorded_task_types_are_listed(history: History) -> None:
     store = history()
     store.record_queues("prod", 100, [queue("a", 1), queue("b", 2)])
-    store.record_tasks("prod", 100, {"send": tasks(3), "bill": tasks(4)})
+    record_runs(store, "prod", 100, {"send": 3, "bill": 4})
     read = store.queue_histories("prod", ["a", "b", "never-recorded"], FINE)
     assert {name: [f["messages"] for _, f in points] for name, points in read.items()} == {"a": [1], "b": [2]}
     assert store.task_types("prod") == ["bill", "send"]

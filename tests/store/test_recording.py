@@ -4,12 +4,15 @@ dashboard opened after a restart draws, with gaps where nothing polled."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from tqadmin.errors import NoDatabase
 from tqadmin.file_access import Access
@@ -26,10 +29,13 @@ from tqadmin.store.recording import (
     next_span,
 )
 from tqadmin.telemetry.counters import TaskStats
+from tqadmin.telemetry.ledger import WorkerFigures
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 HOUR, DAY = SPANS[1], SPANS[2]
-T0 = 1_800_000_000.0  # a bucket boundary of every tier
+T0 = (
+    1_780_000_200.0  # a bucket boundary of every tier, in the past: the store refuses clocks ahead of its own
+)
 
 
 class Clock:
@@ -58,10 +64,15 @@ def depth(name: str, messages: int) -> QueueStats:
     return QueueStats(name=name, messages=messages, ready=messages, unacked=0, consumers=1)
 
 
-def totals(done: int, failed: int = 0) -> dict[str, TaskStats]:
+def send_email(done: int, failed: int = 0) -> TaskStats:
     stats = TaskStats(done=done, failed=failed)
     stats.run.record(0.25, times=done)
-    return {"send_email": stats}
+    return stats
+
+
+def worker(done: int, failed: int = 0) -> list[WorkerFigures]:
+    """The one worker process listed, with its cumulative figures (it started before any record)."""
+    return [WorkerFigures("worker-1", T0 - 600, {"send_email": send_email(done, failed)})]
 
 
 def record_depths(url: str, clock: Clock, depths: dict[float, int]) -> None:
@@ -79,7 +90,7 @@ def test_a_reader_opened_after_a_restart_draws_the_hour_the_poller_recorded(url:
     for minute in range(60):
         clock.now = T0 + 60 * minute
         recorder.record_queues([depth("orders", minute)])
-        recorder.record_tasks(totals(done=100 * minute, failed=minute))
+        recorder.record_tasks(worker(done=100 * minute, failed=minute))
     recorder.close()  # the dashboard closes; another opens a minute later
 
     clock.now += 60
@@ -89,7 +100,8 @@ def test_a_reader_opened_after_a_restart_draws_the_hour_the_poller_recorded(url:
     assert len(cells) == 12 and cells[-1] == 59
     assert None not in cells and list(cells) == sorted(cells)  # rising: each cell its highest depth
     done = reading.tasks["send_email"]
-    assert (done.done, done.failed, done.run.count) == (5900, 59, 5900)  # the whole span: 0 -> 59 minutes
+    assert (done.done, done.failed, done.run.count) == (5900, 59, 5900)  # after its first sighting
+    assert reading.skipped == 0
     assert reading.covered_s == 59 * 60
 
 
@@ -136,13 +148,10 @@ def test_the_spans_cycle_live_hour_day_week_and_back() -> None:
     assert names == ["live", "1h", "1d", "1w", "live"]
 
 
-def test_activity_after_a_writer_restarted_with_lower_totals_loses_one_step_never_goes_negative() -> None:
-    def point(t: int, done: int) -> tuple[int, TaskStats]:
-        return t, totals(done)["send_email"]
-
-    points = [point(0, 100), point(10, 150), point(20, 40), point(30, 90)]  # a ledger restarted at 20
-    done, covered = activity(points, since_s=0)
-    assert (done.done, covered) == (100, 30.0)  # 50 + 0 + 50
+def test_activity_is_the_sum_of_the_buckets_after_the_spans_start() -> None:
+    points = [(0, send_email(100)), (10, send_email(5)), (20, send_email(7)), (30, send_email(1))]
+    done, covered = activity(points, since_s=10)
+    assert (done.done, done.run.count, covered) == (8, 8, 20.0)  # from the bucket at the start to the newest
 
 
 def test_a_recorder_on_an_embedded_file_nothing_created_writes_nothing_and_creates_nothing(
@@ -171,16 +180,18 @@ def test_a_store_that_fails_is_logged_once_per_outage_and_never_stops_the_poller
     assert len(failures) == 1 and "profile prod" in failures[0]
 
 
-def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucket(url: str) -> None:
+def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucket_and_add_each_run_once(
+    url: str,
+) -> None:
     moments = [T0 + 10 * step + 0.5 for step in range(30)]
 
     def poller(depths: int) -> None:
         clock = Clock()
         recorder = HistoryRecorder(url, "prod", clock=clock)
-        for now in moments:
+        for step, now in enumerate(moments):
             clock.now = now
             recorder.record_queues([depth("orders", depths)])
-            recorder.record_tasks(totals(done=depths))
+            recorder.record_tasks(worker(done=10 * step))  # both read the same worker, each at its pace
         recorder.close()
 
     writers = [threading.Thread(target=poller, args=(n,)) for n in (10, 20)]
@@ -194,4 +205,62 @@ def test_an_exporter_and_a_dashboard_recording_at_once_write_one_point_per_bucke
     history.close()
     assert [t for t, _ in points] == [T0 + 10 * step for step in range(30)]  # one each, none twice
     assert {f["messages"] for _, f in points} <= {10, 20}
-    assert len(tasks) == 30 and {s.done for _, s in tasks} <= {10, 20}
+    assert len(tasks) == 30
+    assert sum(s.done for _, s in tasks) == 290  # what the worker did after its first sighting, once
+
+
+def test_a_recorder_two_hours_ahead_is_refused_said_once_and_the_last_hour_keeps_its_points(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = time.time()
+    clock, ahead = Clock(), Clock()
+    right = HistoryRecorder(url, "prod", clock=clock)
+    wrong = HistoryRecorder(url, "prod", clock=ahead)  # a recorder on a host whose clock is 2 h fast
+    with caplog.at_level(logging.WARNING, logger="tqadmin.history"):
+        for minute in range(60):
+            clock.now = now - 3600 + 60 * minute + 30
+            right.record_queues([depth("orders", 5)])
+            ahead.now = clock.now + 7200
+            wrong.record_queues([depth("orders", 99)])
+    right.close()
+    wrong.close()
+    clock.now = now
+    cells = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders"], width=60).depths["orders"]
+    assert cells == (5,) * 60  # every minute's point kept, none of the fast recorder's
+    assert wrong.refused == 60 * len(TIERS)
+    said = [r.getMessage() for r in caplog.records if "ahead" in r.getMessage()]
+    assert len(said) == 1 and "profile prod" in said[0]
+
+
+def test_an_unreadable_point_is_skipped_and_counted_and_every_other_series_drawn(url: str) -> None:
+    record_depths(url, Clock(), {0: 7, 600: 8, 1200: 9})
+    history = open_history(url, create=False)
+    history.record_queues("prod", T0, [depth("emails", 3)])
+    history.close()
+    garble(url, "orders", T0 + 600)
+    clock = Clock()
+    clock.now = T0 + 1800
+    reading = HistoryReader(url, "prod", clock=clock).read(HOUR, ["orders", "emails"], width=6)
+    assert reading.depths["orders"] == (None, None, None, 7, None, 9)  # the garbled one is a gap
+    assert reading.depths["emails"] == (None, None, None, 3, None, None)
+    assert reading.skipped == 1
+
+
+def garble(url: str, queue: str, at: float) -> None:
+    """Garbage bytes in place of the fine point of ``queue`` at ``at``, as another program could write."""
+    bucket = TIERS[0].bucket(at)
+    if url.startswith("redis"):
+        from tqadmin.store.redis_history import series_key
+
+        client: Any = redis.Redis.from_url(REDIS_URL)
+        key = series_key(url.partition("prefix=")[2], "prod", "q", TIERS[0], queue)
+        client.zremrangebyscore(key, bucket, bucket)
+        client.zadd(key, {b"%d:\xff\xfe\x00garbage" % bucket: bucket})
+        client.close()
+        return
+    with sqlite3.connect(url.partition(":///")[2]) as db:
+        db.execute(
+            "UPDATE tq_history_points SET value = ? WHERE bucket = ? AND tier = ? AND series ="
+            " (SELECT id FROM tq_history_series WHERE kind = 'q' AND name = ?)",
+            (b"\xff\xfe\x00garbage", bucket, TIERS[0].resolution_s, queue),
+        )

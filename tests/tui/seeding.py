@@ -41,6 +41,7 @@ from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
+from tqadmin.telemetry.ledger import WorkerFigures
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.sources import StoreTelemetry
 from tqadmin.tui.views import CronView, ScheduleView
@@ -413,7 +414,10 @@ def seeded_history(admin: SeededAdmin, telemetry: StoreTelemetry) -> HistoryRead
     hours, then every 10 s for the last hour but for eight minutes when nothing polled (a gap). Depths swing
     around the seeded queues' own; the task types' totals grow by the seeded workers' totals every hour."""
     telemetry.read()
-    final = telemetry.totals()
+    final: dict[str, TaskStats] = {}  # what the seeded workers did, by task type
+    for seen in telemetry.workers():
+        for name, stats in seen.tasks.items():
+            final.setdefault(name, TaskStats()).add(stats)
     directory = tempfile.mkdtemp(prefix="tq-history-")
     url = f"sqlite:///{Path(directory) / 'state.db'}"
     SQLiteStore(Path(directory) / "state.db").close()
@@ -426,7 +430,8 @@ def seeded_history(admin: SeededAdmin, telemetry: StoreTelemetry) -> HistoryRead
         clock.now = start + offset
         swing = 1 + 0.6 * math.sin(offset / 2400) + (1.5 if 83_400 <= offset < 84_000 else 0.0)
         recorder.record_queues([replace(q, messages=int(q.messages * swing)) for q in queues])
-        recorder.record_tasks({name: _grown(stats, 24 * offset / 86_400) for name, stats in final.items()})
+        grown = {name: _grown(stats, 24 * offset / 86_400) for name, stats in final.items()}
+        recorder.record_tasks([WorkerFigures("seeded", start - 1, grown)])  # one process, all along
     recorder.close()
     reader = HistoryReader(url, "seeded", clock=lambda: FROZEN_NOW)
     weakref.finalize(reader, shutil.rmtree, directory, ignore_errors=True)

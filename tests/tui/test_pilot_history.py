@@ -22,7 +22,8 @@ from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.app import TqadminApp
 
 pytestmark = pytest.mark.anyio
-T0 = 1_800_000_000.0
+T0 = 1_780_000_200.0  # in the past: the store refuses a recorder's clock ahead of its own
+STARTED = time.time() - 600  # the worker process's start, the same at every heartbeat
 
 
 class StepClock:
@@ -40,9 +41,8 @@ def beat(settings: Settings, done: int) -> None:
     """A worker of the pipeline reports ``done`` runs of ``send_email`` so far."""
     stats = TaskStats(done=done)
     stats.run.record(0.25, times=done)
-    now = time.time()
     snapshot = WorkerSnapshot(
-        "worker-1", "host", 4242, ("orders",), now - 600, now, (), {("orders", "send_email"): stats}
+        "worker-1", "host", 4242, ("orders",), STARTED, time.time(), (), {("orders", "send_email"): stats}
     )
     store = open_store(settings.store_url)
     store.beat(snapshot, 60.0)

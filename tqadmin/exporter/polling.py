@@ -135,7 +135,7 @@ class ProfilePoller:
             if queues is not None:
                 self._recorder.record_queues(queues)
             if records is not None:
-                self._recorder.record_tasks(tasks)
+                self._recorder.record_tasks(self._ledger.workers())
         with self._lock:
             last = self._reading
             self._reading = Reading(

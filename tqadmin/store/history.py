@@ -2,39 +2,60 @@
 
 Why fixed tiers and buckets: a point is keyed by (series, tier, bucket start), the bucket start being
 ``floor(t / resolution) * resolution``. Two pollers writing at the same moment (two dashboards, an exporter)
-write the same point, never two, and every record call writes the point of every tier, so the coarser tiers
-are downsampled for free: their point holds the latest value seen in its bucket. That is right for gauges
-(depth, age, rates: last writer wins) and for the task types' cumulative counters and histograms, where a
-window is the difference of two points (:meth:`~tqadmin.telemetry.counters.TaskStats.minus`), never an
-average of percentiles.
+write the same point, never two, and every record call writes the point of every tier. A queue's point holds
+its gauges (depth, age, rates): the last writer of a bucket wins, so a coarser tier holds the latest value
+of its bucket. A task type's point holds its *activity in that bucket*, an increment (runs, failures and the
+wait and run histograms' bucket counts), computed from each worker process's own cumulative figures
+(:mod:`tqadmin.store.increments`): a run is added once whoever writes, and a span's activity is the sum of
+its buckets, never an average of percentiles.
 
-Why bounded: a tier keeps at most ``points`` buckets, a profile at most ``max_series`` queues and as many
-task types (name order, the exporter's ``--max-queues`` rule), a series that nobody recorded for the
-coarsest tier's span is forgotten, a name longer than :data:`MAX_NAME_BYTES` is not recorded and a
-histogram keeps at most :data:`HISTORY_BUCKETS` buckets, each :data:`HISTORY_COARSENING` of the live
-ones. So :func:`size_bound` is a worst case whatever the brokers hold. A bucket nobody polled has no
-point: readers return only points that exist (gaps are gaps).
+Why bounded: a tier keeps at most ``points`` buckets (the newest, counted, so that no clock, ahead or
+behind, erases the others' points), a profile at most ``max_series`` queues and as many task types (name
+order, the exporter's ``--max-queues`` rule), a series that nobody recorded for the coarsest tier's span is
+forgotten, a name longer than :data:`MAX_NAME_BYTES` is not recorded, a histogram keeps at most
+:data:`HISTORY_BUCKETS` buckets, each :data:`HISTORY_COARSENING` of the live ones, and the per-worker
+figures are kept for the workers listed plus at most ``max_departed`` departed ones for the finest tier's
+span. So :func:`size_bound` is a worst case whatever the brokers hold. A bucket nobody polled has no point:
+readers return only points that exist (gaps are gaps).
+
+Why a writer's clock is checked against the store's: a writer whose clock runs hours ahead would fill the
+buckets of a time that has not come, and forgetting by its clock would erase what others recorded. So a
+record whose clock is more than :data:`CLOCK_TOLERANCE_S` ahead of the store's own (Redis ``TIME``; the
+embedded file's host clock) is refused whole, and says so (:class:`Recorded`); every write removes the
+points of its series that start more than that after the store's clock (left by an older version, or a
+clock set back), a task point's increments moved into the writer's bucket so that no run is lost. A writer
+whose clock is behind is accepted: its points are the oldest, the first a tier's count lets go, and it
+forgets later, never sooner. A point that cannot be read is skipped and counted (:class:`Histories`), never
+failing the read of the others.
 
 No driver is imported here; :func:`open_history` picks the backend by the URL's scheme.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tqadmin.errors import ConfigError
 from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
+from tqadmin.store.history_points import (
+    HISTORY_BUCKETS,
+    Figures,
+    decode_queue_point,
+    decode_task_point,
+    dumps,
+    encode_queue_point,
+)
 from tqadmin.store.keys import DEFAULT_PREFIX
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
 from tqadmin.telemetry.histogram import Histogram
+from tqadmin.telemetry.ledger import WorkerFigures
 from tqadmin.telemetry.task_names import MAX_TASK_TYPE_BYTES
 
 
@@ -57,96 +78,109 @@ class Tier:
 TIERS: tuple[Tier, ...] = (Tier(10, 360), Tier(300, 288), Tier(1800, 336))
 """1 hour at 10 s, 1 day at 5 min, 1 week at 30 min."""
 
-QUEUE_FIGURES = (
-    "messages",
-    "ready",
-    "in_flight",
-    "oldest_age_s",
-    "publish_rate",
-    "deliver_rate",
-    "ack_rate",
-)
-"""A queue point's gauges, in the order they are stored (a JSON array: no names repeated per point)."""
-
 DEFAULT_MAX_SERIES = 2000
 """The exporter's ``--max-queues``."""
+DEFAULT_MAX_DEPARTED = 200
+"""Departed worker processes whose figures are kept (for the finest tier's span) besides the listed ones."""
 MAX_NAME_BYTES = MAX_TASK_TYPE_BYTES
 """Longest recorded queue or task type name (UTF-8): any task type a job may have, and any queue name
 RabbitMQ takes (255 bytes); longer names are not recorded."""
-HISTORY_COARSENING = 8
-"""A stored histogram bucket is 8 of the telemetry's 1 % buckets (``GAMMA ** 8``, a factor of 1.17): a
-percentile read from history is within about 9 % of the exact value, and a point is 8 times smaller than
-the live histogram's. Charts of a day or a week need no finer resolution; the live panel keeps 1 %."""
-HISTORY_BUCKETS = 64
-"""Coarse buckets a stored histogram keeps (more than four orders of magnitude); lower ones fold into the
-lowest kept one."""
-_DECIMALS = 3
+CLOCK_TOLERANCE_S = 60.0
+"""How far ahead of the store's clock a writer's may be: NTP keeps hosts within milliseconds, a point a
+minute ahead is harmless (a chart shows it when its time comes), and a host further off is broken."""
 
-Figures = dict[str, float]
-"""A queue point: the figures of :data:`QUEUE_FIGURES` the broker reported (missing ones are absent)."""
+QUEUES, TASKS = "q", "a"
+"""The kinds of series: a queue's gauges, a task type's activity (increments per bucket; ``t``, the
+cumulative points of older versions, is read no more and expires)."""
+
+P = TypeVar("P")
+RawPoints = dict[str, list[tuple[Any, Any]]]
+"""Each series' stored (bucket, value) pairs as the backend read them, not yet checked."""
 
 
-QUEUES, TASKS = "q", "t"
-"""The kinds of series: a queue's gauges, a task type's cumulative figures."""
+class Histories(dict[str, list[tuple[int, P]]], Generic[P]):
+    """The points read of each series, oldest first (a series with none is left out), and how many stored
+    points could not be read and were skipped (``skipped``): a face says so, and shows the rest."""
+
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What one record call did: ``series`` written (admitted by :attr:`HistoryStore.max_series`);
+    ``refused`` points: those of this call when the writer's clock was ``ahead_s`` seconds ahead of the
+    store's (more than :data:`CLOCK_TOLERANCE_S`), else stored points found ahead of the store's clock and
+    removed (their task increments moved into the writer's bucket); ``skipped`` stored points or figures
+    that could not be read and were ignored."""
+
+    series: int
+    refused: int = 0
+    skipped: int = 0
+    ahead_s: float = 0.0
 
 
 class HistoryStore(ABC):
-    """Points of queue gauges and task types' cumulative figures, per profile, at every tier of ``tiers``.
+    """Points of queue gauges and task types' activity, per profile, at every tier of ``tiers``.
 
-    A backend writes and reads encoded points (:meth:`_record`, :meth:`_points`); what a point holds and
-    how it is encoded is decided here, once.
+    A backend writes and reads encoded points (:meth:`_record`, :meth:`_record_tasks`, :meth:`_points`);
+    what a point holds and how it is encoded is decided in :mod:`tqadmin.store.history_points` and
+    :mod:`tqadmin.store.increments`, once.
     """
 
     tiers: tuple[Tier, ...] = TIERS
     max_series: int = DEFAULT_MAX_SERIES
+    max_departed: int = DEFAULT_MAX_DEPARTED
 
-    def record_queues(self, profile: str, now_s: float, stats: Sequence[QueueStats]) -> int:
-        """Write each queue's figures at ``now_s`` into every tier; returns how many queues were recorded
-        (past :attr:`max_series` known queues, new ones are not, in name order)."""
-        return self._record(profile, QUEUES, now_s, {q.name: encode_queue_point(q) for q in stats})
+    def record_queues(self, profile: str, now_s: float, stats: Sequence[QueueStats]) -> Recorded:
+        """Write each queue's figures at ``now_s`` into every tier; ``series`` says how many queues were
+        recorded (past :attr:`max_series` known queues, new ones are not, in name order)."""
+        values = {q.name: [encode_queue_point(q)] * len(self.tiers) for q in stats}
+        return self._record(profile, QUEUES, now_s, values)
 
-    def record_tasks(self, profile: str, now_s: float, tasks: Mapping[str, TaskStats]) -> int:
-        """Write each task type's cumulative figures at ``now_s`` into every tier; returns how many."""
-        values = {name: encode_task_point(figures) for name, figures in tasks.items()}
-        return self._record(profile, TASKS, now_s, values)
+    def record_tasks(self, profile: str, now_s: float, workers: Sequence[WorkerFigures]) -> Recorded:
+        """Add what each listed worker process did since any writer last recorded it into the buckets of
+        ``now_s`` (:func:`~tqadmin.store.increments.plan_tasks`); ``series`` says how many task types."""
+        if not workers:
+            return Recorded(0)
+        return self._record_tasks(profile, now_s, workers)
 
     def queue_history(self, profile: str, queue: str, tier: Tier) -> list[tuple[int, Figures]]:
         """The points of ``queue`` at ``tier``, oldest first: (bucket start, figures)."""
         return self.queue_histories(profile, [queue], tier).get(queue, [])
 
     def task_history(self, profile: str, task_type: str, tier: Tier) -> list[tuple[int, TaskStats]]:
-        """The points of ``task_type`` at ``tier``, oldest first: (bucket start, cumulative figures)."""
+        """The points of ``task_type`` at ``tier``, oldest first: (bucket start, activity in the bucket)."""
         return self.task_histories(profile, [task_type], tier).get(task_type, [])
 
-    def queue_histories(
-        self, profile: str, queues: Sequence[str], tier: Tier
-    ) -> dict[str, list[tuple[int, Figures]]]:
+    def queue_histories(self, profile: str, queues: Sequence[str], tier: Tier) -> Histories[Figures]:
         """The points of each of ``queues`` at ``tier`` in one read (a chart of many rows); a queue with no
         point is left out."""
-        read = self._points(profile, QUEUES, queues, tier)
-        return {name: [(t, decode_queue_point(v)) for t, v in points] for name, points in read.items()}
+        return checked(*self._points(profile, QUEUES, queues, tier), decode_queue_point)
 
-    def task_histories(
-        self, profile: str, task_types: Sequence[str], tier: Tier
-    ) -> dict[str, list[tuple[int, TaskStats]]]:
-        read = self._points(profile, TASKS, task_types, tier)
-        return {name: [(t, decode_task_point(v)) for t, v in points] for name, points in read.items()}
+    def task_histories(self, profile: str, task_types: Sequence[str], tier: Tier) -> Histories[TaskStats]:
+        return checked(*self._points(profile, TASKS, task_types, tier), decode_task_point)
 
     def task_types(self, profile: str) -> list[str]:
         """The task types recorded for ``profile`` within :attr:`keep_s`, in name order."""
         return sorted(self._names(profile, TASKS))
 
     @abstractmethod
-    def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, str]) -> int:
-        """Write the encoded ``values`` by name at ``now_s`` into every tier, admitting names by
-        :func:`admitted` against the series of (profile, kind) recorded within :attr:`keep_s`, and
-        forgetting those that were not; returns how many names were written."""
+    def _record(self, profile: str, kind: str, now_s: float, values: Mapping[str, Sequence[str]]) -> Recorded:
+        """Write the encoded ``values`` by name (one per tier, in tier order) at ``now_s``, admitting names
+        by :func:`admitted` against the series of (profile, kind) recorded within :attr:`keep_s` and
+        forgetting those that were not; remove the points more than :data:`CLOCK_TOLERANCE_S` after the
+        store's clock; keep each tier's newest :attr:`Tier.points` buckets. Nothing is written when
+        ``now_s`` is more than that ahead of the store's clock."""
 
     @abstractmethod
-    def _points(
-        self, profile: str, kind: str, names: Sequence[str], tier: Tier
-    ) -> dict[str, list[tuple[int, str]]]:
-        """The encoded points of each named series at ``tier``, oldest first; names with none left out."""
+    def _record_tasks(self, profile: str, now_s: float, workers: Sequence[WorkerFigures]) -> Recorded:
+        """Read the :class:`~tqadmin.store.increments.TaskState`, plan and write the plan, at once: no
+        other record of the profile's tasks between the read and the write."""
+
+    @abstractmethod
+    def _points(self, profile: str, kind: str, names: Sequence[str], tier: Tier) -> tuple[RawPoints, int]:
+        """The stored points of each named series at ``tier``, oldest first (names with none left out), and
+        how many series could not be read at all."""
 
     @abstractmethod
     def _names(self, profile: str, kind: str) -> list[str]:
@@ -160,94 +194,40 @@ class HistoryStore(ABC):
         """How long a series nobody records is kept: the coarsest tier's span."""
         return max(tier.span_s for tier in self.tiers)
 
+    def refused(self, now_s: float, store_now_s: float, points: int) -> Recorded | None:
+        """A record at ``now_s`` refused whole when it is too far ahead of the store's clock, else None."""
+        ahead = now_s - store_now_s
+        return Recorded(0, points * len(self.tiers), ahead_s=ahead) if ahead > CLOCK_TOLERANCE_S else None
 
-# -- points --------------------------------------------------------------------------------------------
-
-
-def queue_figures(stats: QueueStats) -> list[float | None]:
-    """The stored figures of one queue, in :data:`QUEUE_FIGURES` order (``None``: not reported)."""
-    values: list[float | None] = [
-        stats.messages,
-        stats.ready,
-        stats.unacked,
-        stats.oldest_age_s,
-        stats.publish_rate,
-        stats.deliver_rate,
-        stats.ack_rate,
-    ]
-    return [_compact(value) for value in values]
+    @property
+    def departed_keep_s(self) -> int:
+        """How long a departed worker process's figures are kept: the finest tier's span."""
+        return min(tier.span_s for tier in self.tiers)
 
 
-def _compact(value: float | None) -> float | None:
-    if value is None or isinstance(value, int):
-        return value
-    if not math.isfinite(value):
-        return None  # no JSON for it, and no figure either
-    rounded = round(value, _DECIMALS)
-    return int(rounded) if rounded.is_integer() else rounded
+def checked(raw: RawPoints, unreadable: int, decode: Callable[[Any], P]) -> Histories[P]:
+    """The points of ``raw`` decoded; a point whose bucket or value does not decode is skipped and
+    counted, with the series that could not be read (``unreadable``), in :attr:`Histories.skipped`."""
+    read: Histories[P] = Histories()
+    read.skipped = unreadable
+    for name, points in raw.items():
+        kept = []
+        for bucket, value in points:
+            try:
+                kept.append((_bucket(bucket), decode(value)))
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError, RecursionError):
+                read.skipped += 1
+        if kept:
+            read[name] = sorted(kept, key=lambda point: point[0])
+    return read
 
 
-def encode_queue_point(stats: QueueStats) -> str:
-    return _dumps(queue_figures(stats))
-
-
-def decode_queue_point(text: str) -> Figures:
-    values = json.loads(text)
-    return {name: v for name, v in zip(QUEUE_FIGURES, values, strict=False) if v is not None}
-
-
-def clamp_histogram(histogram: Histogram, keep: int = HISTORY_BUCKETS) -> Histogram:
-    """``histogram`` with at most ``keep`` buckets, counts below them folded into the lowest kept one: the
-    high percentiles a chart shows keep their accuracy, and a stored point has a bounded size."""
-    if not histogram.buckets or max(histogram.buckets) - min(histogram.buckets) < keep:
-        return histogram
-    floor = max(histogram.buckets) - keep + 1
-    clamped = histogram.copy()
-    folded = sum(n for index, n in clamped.buckets.items() if index < floor)
-    clamped.buckets = {index: n for index, n in clamped.buckets.items() if index >= floor}
-    clamped.buckets[floor] = clamped.buckets.get(floor, 0) + folded
-    return clamped
-
-
-def coarsened(histogram: Histogram, factor: int = HISTORY_COARSENING) -> Histogram:
-    """``histogram`` on buckets ``factor`` times wider (fine bucket ``i`` in coarse bucket ``i // factor``):
-    still mergeable bucket by bucket, and windows are still differences of two points."""
-    coarse = Histogram()
-    for index, n in histogram.buckets.items():
-        coarse.buckets[index // factor] = coarse.buckets.get(index // factor, 0) + n
-    coarse.zero, coarse.count, coarse.sum = histogram.zero, histogram.count, histogram.sum
-    return coarse
-
-
-def refined(coarse: Histogram, factor: int = HISTORY_COARSENING) -> Histogram:
-    """A coarse histogram back on the telemetry's buckets, each count at the middle of its coarse bucket."""
-    fine = coarse.copy()
-    fine.buckets = {index * factor + factor // 2: n for index, n in coarse.buckets.items()}
-    return fine
-
-
-def encode_task_point(stats: TaskStats) -> str:
-    """Counters and both histograms, coarsened; the dead-letter reasons are not kept (their names are
-    unbounded)."""
-    return _dumps(
-        [
-            [getattr(stats, name) for name in COUNTERS],
-            clamp_histogram(coarsened(stats.wait)).to_json(),
-            clamp_histogram(coarsened(stats.run)).to_json(),
-        ]
-    )
-
-
-def decode_task_point(text: str) -> TaskStats:
-    counts, wait, run = json.loads(text)
-    stats = TaskStats(wait=refined(Histogram.from_json(wait)), run=refined(Histogram.from_json(run)))
-    for name, value in zip(COUNTERS, counts, strict=False):
-        setattr(stats, name, int(value))
-    return stats
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+def _bucket(value: Any) -> int:
+    if isinstance(value, bytes | str):
+        return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"a bucket is a whole number of seconds, not {value!r:.40}")
+    return value
 
 
 def admitted(names: Iterable[str], known: Iterable[str], max_series: int) -> list[str]:
@@ -274,12 +254,15 @@ POINT_OVERHEAD = 128
 allocator rounding) or an SQLite b-tree cell and its share of a page's free space."""
 SERIES_OVERHEAD = 512
 """Bytes a series costs per tier beside its points: a Redis key with its TTL, or an index row."""
+WORKER_KEY_BYTES = 32
+"""A worker process's key in the history (a digest of its id and start: any id takes the same room)."""
 _LARGEST_INT = -(2**63)
 _WIDEST_FLOAT = -1.2345678901234567e-123  # 24 characters, the longest a float prints
+_WIDEST_NAME = 6 * MAX_NAME_BYTES + 2  # every byte a control character, escaped as \u00XX, in quotes
 
 
 def worst_queue_point() -> str:
-    return _dumps([_LARGEST_INT] * 3 + [_WIDEST_FLOAT] * 4)
+    return dumps([_LARGEST_INT] * 3 + [_WIDEST_FLOAT] * 4)
 
 
 def worst_task_point() -> str:
@@ -288,12 +271,22 @@ def worst_task_point() -> str:
     wide.zero = 2**63 - 1
     wide.sum = _WIDEST_FLOAT
     counts = [2**63 - 1] * len(COUNTERS)
-    return _dumps([counts, wide.to_json(), wide.to_json()])
+    return dumps([counts, wide.to_json(), wide.to_json()])
 
 
-def size_bound(max_series: int = DEFAULT_MAX_SERIES, *, tiers: Sequence[Tier] = TIERS) -> int:
+def worst_worker_figures(max_series: int = DEFAULT_MAX_SERIES) -> int:
+    """Bytes one worker process's kept figures take at most: ``max_series`` task types of the widest name,
+    each with the widest point, and its entries in the figures and in the index of when each was seen."""
+    per_name = _WIDEST_NAME + 2 + len(worst_task_point())
+    return max_series * per_name + 2 * (WORKER_KEY_BYTES + POINT_OVERHEAD)
+
+
+def size_bound(
+    max_series: int = DEFAULT_MAX_SERIES, *, tiers: Sequence[Tier] = TIERS, workers: int = 0
+) -> int:
     """Worst-case bytes one profile's history takes in a store: ``max_series`` queues and as many task
-    types, each with names of :data:`MAX_NAME_BYTES`, every point full, every figure at its widest."""
+    types, each with names of :data:`MAX_NAME_BYTES`, every point full, every figure at its widest; and
+    the figures of ``workers`` worker processes (those listed plus :attr:`HistoryStore.max_departed`)."""
     bucket_bytes = 20
     per_point = {
         "queue": len(worst_queue_point()) + bucket_bytes + POINT_OVERHEAD,
@@ -303,6 +296,8 @@ def size_bound(max_series: int = DEFAULT_MAX_SERIES, *, tiers: Sequence[Tier] = 
     for point_bytes in per_point.values():
         per_series = sum(tier.points * point_bytes + SERIES_OVERHEAD + MAX_NAME_BYTES for tier in tiers)
         total += max_series * (per_series + MAX_NAME_BYTES + SERIES_OVERHEAD)
+    if workers:
+        total += workers * worst_worker_figures(max_series) + 3 * SERIES_OVERHEAD
     return total
 
 
@@ -315,6 +310,7 @@ def open_history(
     timeout_s: float = 10.0,
     access: Access = Access.CREATE,
     max_series: int = DEFAULT_MAX_SERIES,
+    max_departed: int = DEFAULT_MAX_DEPARTED,
     prefix: str | None = None,
     tiers: Sequence[Tier] = TIERS,
 ) -> HistoryStore:
@@ -324,9 +320,15 @@ def open_history(
     and finds a file that does not exist :class:`~tqadmin.errors.NoDatabase`."""
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX
-    if max_series < 0:
-        raise ConfigError("the history's max_series must be 0 or more")
-    options: dict[str, Any] = {"url": url, "prefix": chosen, "max_series": max_series, "tiers": tiers}
+    if max_series < 0 or max_departed < 0:
+        raise ConfigError("the history's max_series and max_departed must be 0 or more")
+    options: dict[str, Any] = {
+        "url": url,
+        "prefix": chosen,
+        "max_series": max_series,
+        "max_departed": max_departed,
+        "tiers": tiers,
+    }
 
     def on_redis() -> HistoryStore:
         from tqadmin.store.redis_history import RedisHistory, redis_client

@@ -3,23 +3,24 @@
 Why no process of its own: the exporter and the dashboard already poll the broker's queues and the
 store's workers; each of them hands what it read to a :class:`HistoryRecorder`, which writes at most one
 point per kind every :data:`RECORD_EVERY_S` (two writers of one moment write one point, see
-:mod:`tqadmin.store.history`). A recorder is made only for a profile that is not read-only, opens the
-store as a reader (it never creates the embedded file: while nothing has created it there is nothing to
-record), and never raises: a store that fails is logged once per outage, and the poll goes on.
+:mod:`tqadmin.store.history`). Task activity is recorded from the worker processes the store lists, each
+with its own figures, never from a poller's totals (:mod:`tqadmin.store.increments`): any number of
+writers add each run once. A recorder is made only for a profile that is not read-only, opens the store as
+a reader (it never creates the embedded file: while nothing has created it there is nothing to record), and
+never raises: a store that fails is logged once per outage, points refused for being ahead of the store's
+clock once, and the poll goes on.
 
 :class:`HistoryReader` turns the points into what a chart needs: depth cells across the span (a cell with
-no point is ``None``, drawn as a gap) and each task type's activity over the span (the sum of the
-differences of neighbouring cumulative points, so a writer that restarted with lower totals costs one step,
-never a negative count).
+no point is ``None``, drawn as a gap), each task type's activity over the span (the sum of its buckets'
+increments), and how many stored points could not be read and were skipped.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import ClassVar, Self, TypedDict, Unpack
 
 from tqadmin.config import Settings
@@ -31,13 +32,15 @@ from tqadmin.store.history import (
     QUEUES,
     TASKS,
     TIERS,
-    Figures,
     HistoryStore,
+    Recorded,
     Tier,
     open_history,
 )
+from tqadmin.store.history_points import Figures
 from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.telemetry.counters import TaskStats
+from tqadmin.telemetry.ledger import WorkerFigures
 
 log = logging.getLogger("tqadmin.history")
 
@@ -138,23 +141,26 @@ class HistoryRecorder(ProfileHistory):
         super().__init__(store_url, profile, **options)
         self._last: dict[str, float] = {}  # kind -> when it was last written
         self._failing = False
+        self.refused = 0  # points refused for being ahead of the store's clock, since it was made
 
     def record_queues(self, stats: Sequence[QueueStats]) -> None:
         self._write(QUEUES, lambda history, now: history.record_queues(self.profile, now, stats))
 
-    def record_tasks(self, totals: Mapping[str, TaskStats]) -> None:
-        """``totals``: each task type's cumulative figures over every worker, departed ones included
-        (:class:`~tqadmin.telemetry.ledger.WorkerLedger`)."""
-        if totals:
-            self._write(TASKS, lambda history, now: history.record_tasks(self.profile, now, totals))
+    def record_tasks(self, workers: Sequence[WorkerFigures]) -> None:
+        """``workers``: the worker processes the store lists now, each with its own cumulative figures
+        (:meth:`~tqadmin.telemetry.ledger.WorkerLedger.workers`)."""
+        if workers:
+            self._write(TASKS, lambda history, now: history.record_tasks(self.profile, now, workers))
 
-    def _write(self, kind: str, write: Callable[[HistoryStore, float], int]) -> None:
+    def _write(self, kind: str, write: Callable[[HistoryStore, float], Recorded]) -> None:
         now = self._clock()
         if now - self._last.get(kind, float("-inf")) < RECORD_EVERY_S:
             return
         self._last[kind] = now
         try:
-            unless_fresh(lambda: self._history.use(lambda history: write(history, now)), self._fresh, 0)
+            done = unless_fresh(
+                lambda: self._history.use(lambda history: write(history, now)), self._fresh, Recorded(0)
+            )
         except Exception as exc:  # a poller's thread must outlive any store failure
             if not self._failing:
                 why = mask_text(str(exc)) or type(exc).__name__
@@ -166,6 +172,17 @@ class HistoryRecorder(ProfileHistory):
             if self._failing:
                 log.warning("writing the history of profile %s works again", self.profile)
             self._failing = False
+            self._say_refused(done)
+
+    def _say_refused(self, done: Recorded) -> None:
+        """Counted always, said once: a recorder whose clock is ahead is refused at every write."""
+        if done.refused and not self.refused:
+            if done.ahead_s > 0:
+                why = f"this recorder's clock is {done.ahead_s:,.0f} s ahead of the state store's"
+            else:
+                why = "they started more than a minute after the state store's clock (their runs are kept)"
+            log.warning("the history of profile %s refused %d points: %s", self.profile, done.refused, why)
+        self.refused += done.refused
 
 
 def recorder_for(settings: Settings, clock: Callable[[], float] = time.time) -> HistoryRecorder | None:
@@ -176,12 +193,14 @@ def recorder_for(settings: Settings, clock: Callable[[], float] = time.time) -> 
 
 @dataclass(frozen=True, slots=True)
 class SpanReading:
-    """A span read back: each queue's depth cells and each task type's activity over ``covered_s``."""
+    """A span read back: each queue's depth cells and each task type's activity over ``covered_s``, and
+    how many stored points could not be read (``skipped``: the rest is shown, and the face says so)."""
 
     span: Span
     depths: dict[str, Depths] = field(default_factory=dict)
     tasks: dict[str, TaskStats] = field(default_factory=dict)
     covered_s: float = 0.0  # how much of the span the task points cover (less after a first start)
+    skipped: int = 0
 
 
 class HistoryReader(ProfileHistory):
@@ -202,18 +221,15 @@ class HistoryReader(ProfileHistory):
         self, history: HistoryStore, span: Span, tier: Tier, queues: Sequence[str], width: int
     ) -> SpanReading:
         now = self._clock()
-        depths = {
-            name: depth_cells(points, tier, now, width)
-            for name, points in history.queue_histories(self.profile, queues, tier).items()
-        }
+        queue_points = history.queue_histories(self.profile, queues, tier)
+        depths = {name: depth_cells(points, tier, now, width) for name, points in queue_points.items()}
         tasks: dict[str, TaskStats] = {}
         covered = 0.0
-        since = now - tier.span_s
-        types = history.task_types(self.profile)
-        for name, points in history.task_histories(self.profile, types, tier).items():
-            tasks[name], seconds = activity(points, since)
+        task_points = history.task_histories(self.profile, history.task_types(self.profile), tier)
+        for name, points in task_points.items():
+            tasks[name], seconds = activity(points, now - tier.span_s)
             covered = max(covered, seconds)
-        return SpanReading(span, depths, tasks, covered)
+        return SpanReading(span, depths, tasks, covered, queue_points.skipped + task_points.skipped)
 
 
 def depth_cells(points: Iterable[tuple[int, Figures]], tier: Tier, now_s: float, width: int) -> Depths:
@@ -233,15 +249,14 @@ def depth_cells(points: Iterable[tuple[int, Figures]], tier: Tier, now_s: float,
 
 
 def activity(points: Sequence[tuple[int, TaskStats]], since_s: float) -> tuple[TaskStats, float]:
-    """What a task type did after ``since_s`` and how many seconds that covers: the sum of the differences
-    of neighbouring points from the last one at or before ``since_s`` (else the first) to the newest."""
-    start = 0
-    for index, (bucket, _) in enumerate(points):
-        if bucket <= since_s:
-            start = index
-    kept = points[start:]
+    """What a task type did after ``since_s`` and how many seconds that covers: the sum of the increments
+    of the buckets that start after it (one ahead of the reader's clock included: its runs happened),
+    covering from the last bucket at or before ``since_s`` (else the oldest) to the newest."""
+    kept = [(bucket, stats) for bucket, stats in points if bucket > since_s]
     total = TaskStats()
-    for (_, earlier), (_, later) in pairwise(kept):
-        total.add(later.minus(earlier))
-    covered = float(kept[-1][0] - kept[0][0]) if kept else 0.0
-    return total, covered
+    for _, stats in kept:
+        total.add(stats)
+    if not kept:
+        return total, 0.0
+    start = max((bucket for bucket, _ in points if bucket <= since_s), default=kept[0][0])
+    return total, float(kept[-1][0] - start)

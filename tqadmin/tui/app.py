@@ -268,7 +268,7 @@ class TqadminApp(App[None]):
                     telemetry_error = describe_error(exc)
                 else:
                     if recorder is not None and isinstance(source, StoreTelemetry):
-                        recorder.record_tasks(source.totals())
+                        recorder.record_tasks(source.workers())
             if cron_source is not None:
                 try:
                     cron = cron_source.read()

@@ -18,7 +18,7 @@ from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
-from tqadmin.telemetry.ledger import WorkerLedger
+from tqadmin.telemetry.ledger import WorkerFigures, WorkerLedger
 from tqadmin.telemetry.window import SlidingTotals, window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
 
@@ -68,10 +68,10 @@ class StoreTelemetry:
         )
         self._ledger = WorkerLedger()
 
-    def totals(self) -> dict[str, TaskStats]:
-        """Each task type's cumulative figures over every worker seen, departed ones included: what the
+    def workers(self) -> list[WorkerFigures]:
+        """The worker processes the last read listed, each with its own cumulative figures: what the
         dashboard records in the history."""
-        return self._ledger.totals()
+        return self._ledger.workers()
 
     def read(self) -> TelemetryView:
         return unless_fresh(lambda: self._store.use(self._read), self._fresh, TelemetryView(self.window_s))

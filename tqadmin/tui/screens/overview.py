@@ -92,6 +92,9 @@ class OverviewScreen(QueueScreen):
         span = self.tq.span
         if span.tier is not None:
             text.append(f" · trends and telemetry: {span.label}, from history (H: next span)")
+            skipped = self.tq.span_reading.skipped if self.tq.span_reading else 0
+            if skipped:
+                text.append(f" · {skipped:,} unreadable history points skipped", style="bold red")
         if self.tq.span_error:
             text.append(f" · history not read: {self.tq.span_error}", style="bold red")
         state = self.tq.poll_state
