@@ -227,7 +227,7 @@ def test_names_too_long_to_bound_are_not_recorded(history: History) -> None:
 def test_every_task_type_a_job_may_have_is_recorded_however_wide_its_characters(history: History) -> None:
     store = history()
     widest = "🐇" * MAX_TASK_TYPE_CHARS  # four bytes each
-    assert store.record_tasks("prod", 100, {widest: tasks(3)}) == 1
+    record_runs(store, "prod", 100, {widest: 3})
     assert [figures.done for _, figures in store.task_history("prod", widest, FINE)] == [3]
 
 

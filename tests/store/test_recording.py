@@ -234,7 +234,7 @@ def test_a_recorder_two_hours_ahead_is_refused_said_once_and_the_last_hour_keeps
 
 def test_an_unreadable_point_is_skipped_and_counted_and_every_other_series_drawn(url: str) -> None:
     record_depths(url, Clock(), {0: 7, 600: 8, 1200: 9})
-    history = open_history(url, create=False)
+    history = open_history(url)
     history.record_queues("prod", T0, [depth("emails", 3)])
     history.close()
     garble(url, "orders", T0 + 600)
