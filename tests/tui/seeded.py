@@ -7,6 +7,7 @@ loaded"), never by a sleep, so the picture is the same on every machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from tests.tui.seeding import (
     FROZEN_NOW,
@@ -96,7 +98,8 @@ def seeded_app(
 async def until(pilot: Pilot[Any], condition: Callable[[], bool], tries: int = 200) -> None:
     """Let background work land until ``condition()`` holds (a bounded number of rounds, no sleeps)."""
     for _ in range(tries):
-        await pilot.app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerCancelled):  # a poll replaced by the next one (exclusive)
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if condition():
             return
