@@ -188,14 +188,6 @@ class SqsAdmin(BrokerAdmin):
         self.queues.client.close()
 
 
-def _codes(exc: Exception) -> set[str]:
-    import botocore.exceptions
-
-    return (
-        {c.split(".")[-1] for c in codes(exc)} if isinstance(exc, botocore.exceptions.ClientError) else set()
-    )
-
-
 def _sent_order(message: Message) -> tuple[int, int]:
     return int(message.properties.get("SentTimestamp", 0)), int(
         message.properties.get("SequenceNumber", 0) or 0
