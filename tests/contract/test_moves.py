@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from contract_harness import Harness  # the harnesses sit beside this file
 
+from tqadmin.admin.paths import run_redrive, run_server_side
 from tqadmin.admin.transfer import TransferPlan, replay_route, to_queue, transfer
 from tqadmin.errors import ExitCode, UsageError
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, Message
@@ -22,10 +23,10 @@ def test_the_brokers_own_move_of_a_queue_onto_itself_is_refused_and_the_queue_ke
     queue = harness.make_queue(BODIES)
     with harness.admin() as admin:
         with pytest.raises(UsageError, match="same queue") as refused:
-            admin.server_side_move(queue, queue, None)
+            run_server_side(admin, lambda _line: None, "move", queue, queue, limit=None)
         assert refused.value.exit_code == ExitCode.USAGE
         with pytest.raises(UsageError, match="same queue"):
-            admin.server_side_replay(queue, queue, lambda _line: None)
+            run_redrive(admin, lambda _line: None, queue, queue)
     assert harness.depth(queue) == len(BODIES)
 
 

@@ -19,7 +19,7 @@ from tqadmin.admin.plans import AlreadyDone, TransferRequest, build_plan
 from tqadmin.admin.scan import distinct_targets
 from tqadmin.admin.transfer import TransferOutcome, TransferPlan, replay_route, transfer
 from tqadmin.errors import PartialFailure, UsageError
-from tqadmin.plugin.base import BrokerAdmin, TransferSession
+from tqadmin.plugin.base import BrokerAdmin, TransferSession, refuse_onto_itself
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import ActionReport
 
@@ -114,7 +114,9 @@ def _single_origin(admin: BrokerAdmin, request: TransferRequest) -> str | None:
 def run_server_side(
     admin: BrokerAdmin, progress: Progress, action: str, source: str, target: str, *, limit: int | None
 ) -> ActionReport | None:
-    """The broker's own move (a RabbitMQ shovel); ``None`` when it is not available (then said so)."""
+    """The broker's own move (a RabbitMQ shovel); ``None`` when it is not available (then said so). The one
+    caller of every plugin's ``server_side_move``, so the refusal of a queue onto itself is made here once."""
+    refuse_onto_itself(action, source, target)
     capabilities = admin.capabilities
     if not capabilities.supports(Operation.SERVER_SIDE_MOVE):
         progress(
@@ -134,6 +136,7 @@ def run_server_side(
 def run_redrive(admin: BrokerAdmin, progress: Progress, dlq: str, target: str | None) -> ActionReport | None:
     """The broker's own redrive of a dead-letter queue (an SQS message move task), to ``target`` or where
     each message came from; ``None`` when it is not available (then said so)."""
+    refuse_onto_itself("replay", dlq, target)
     where = f"{dlq} -> {target or 'the queues the messages came from'}"
     return _on_the_broker(
         admin, progress, "replay", where, lambda: admin.server_side_replay(dlq, target, progress)

@@ -8,13 +8,12 @@ no driver: a plugin imports pika, redis or boto3 inside its own package and tran
 
 from __future__ import annotations
 
-import functools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from tqadmin.errors import NotSupported, QueueReadOnly, UsageError
 from tqadmin.masking import mask_text, mask_url
@@ -155,34 +154,10 @@ def refuse_onto_itself(action: str, source: str, target: str | None) -> None:
         raise UsageError(f"{action}: source and target are the same queue {source!r}; nothing was moved")
 
 
-_Move = TypeVar("_Move", bound=Callable[..., Any])
-# The admin methods that move between two queues named first, and the action each is: every plugin's own
-# version is wrapped in the refusal above (``BrokerAdmin.__init_subclass__``), so none can forget it.
-_MOVES = {"server_side_move": "move", "server_side_replay": "replay"}
-
-
-def _refusing_onto_itself(action: str, method: _Move) -> _Move:
-    if getattr(method, "refuses_onto_itself", False):
-        return method
-
-    @functools.wraps(method)
-    def guarded(self: object, source: str, target: str | None, *rest: Any) -> Any:
-        refuse_onto_itself(action, source, target)
-        return method(self, source, target, *rest)
-
-    guarded.refuses_onto_itself = True  # type: ignore[attr-defined]
-    return cast(_Move, guarded)
-
-
 class BrokerAdmin(Closing):
     """The admin face: what the TUI polls and the CLI's admin commands call."""
 
     capabilities: ClassVar[Capabilities]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, action in _MOVES.items():  # its own, or a mixin's that comes before ours
-            setattr(cls, name, _refusing_onto_itself(action, getattr(cls, name)))
 
     @abstractmethod
     def list_queues(self) -> QueueListing:
@@ -250,10 +225,6 @@ class BrokerAdmin(Closing):
 
     def close(self) -> None:
         """Close connections held by this admin (none by default)."""
-
-
-for _name, _action in _MOVES.items():
-    setattr(BrokerAdmin, _name, _refusing_onto_itself(_action, getattr(BrokerAdmin, _name)))
 
 
 class BrokerPlugin(ABC):
