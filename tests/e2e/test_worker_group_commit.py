@@ -114,13 +114,8 @@ class BurstTransport(BrokerTransport):
     def declare(self, queue: str) -> None:
         """Nothing to declare in memory."""
 
-    def publish(
-        self,
-        messages: Sequence[Outgoing],
-        *,
-        window: int = 256,
-        rate: float | None = None,
-        options: Mapping[str, str] | None = None,
+    def publish_now(
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         raise AssertionError("the worker under test publishes nothing")
 

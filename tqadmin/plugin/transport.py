@@ -179,13 +179,12 @@ class BrokerTransport(Closing):
         outcomes += [Outcome.FAILED] * (len(messages) - len(outcomes))
         return PublishResult(tuple(outcomes), error)
 
+    @abstractmethod
     def publish_now(
         self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         """:meth:`publish` without a pace: every message as fast as ``window`` allows. What a plugin
-        writes; callers use :meth:`publish`. (Not abstract so that a plugin written before the pace moved
-        here, which overrides :meth:`publish` and paces itself, still loads.)"""
-        raise NotImplementedError(f"{type(self).__name__} implements neither publish_now nor publish")
+        writes; callers use :meth:`publish`, which keeps the pace once for every plugin."""
 
     @abstractmethod
     def consumer(self, queue: str, *, prefetch: int, lease_s: float) -> Consumer:
