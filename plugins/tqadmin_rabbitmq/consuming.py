@@ -28,7 +28,7 @@ from tqadmin.errors import NotAuthorized
 from tqadmin.masking import shown
 from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.models import Message
+from tqadmin.plugin.models import Message, dlq_name
 from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
 from tqadmin_rabbitmq.ackruns import AckRuns
@@ -36,7 +36,7 @@ from tqadmin_rabbitmq.codec import to_message
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
 from tqadmin_rabbitmq.deaths import without_broker_headers
-from tqadmin_rabbitmq.naming import dlq_name, tier_queue
+from tqadmin_rabbitmq.naming import tier_queue
 from tqadmin_rabbitmq.session import Addressed, ConfirmSession
 from tqadmin_rabbitmq.tiers import LADDER
 from tqadmin_rabbitmq.topology import tier_arguments

@@ -13,8 +13,8 @@ from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
 from tqadmin.plugin.delays import fold_delays
-from tqadmin.plugin.models import Alarm, QueueStats
-from tqadmin_rabbitmq.naming import dlq_name, is_delay_queue_of, tier_work_queue
+from tqadmin.plugin.models import Alarm, QueueStats, dlq_name
+from tqadmin_rabbitmq.naming import is_delay_queue_of, tier_work_queue
 
 # What one poll asks for: the figures we show and nothing else, so the broker serialises little.
 QUEUE_COLUMNS = (

@@ -7,12 +7,6 @@ from collections.abc import Collection
 
 TASK_EXCHANGE = "task_exchange"  # the durable direct exchange jobs are published to (docs/interface.md)
 RETRY_INFIX = ".retry."
-DLQ_SUFFIX = ".dlq"
-
-
-def dlq_name(queue: str) -> str:
-    """``Q.dlq``: the dead-letter queue tqadmin declares for ``Q``."""
-    return queue + DLQ_SUFFIX
 
 
 def tier_queue(queue: str, delay_s: float) -> str:

@@ -13,7 +13,8 @@ import pika
 import pika.exceptions as pe
 from pika.adapters.blocking_connection import BlockingChannel
 
-from tqadmin_rabbitmq.naming import TASK_EXCHANGE, dlq_name
+from tqadmin.plugin.models import dlq_name
+from tqadmin_rabbitmq.naming import TASK_EXCHANGE
 
 PRECONDITION_FAILED = 406
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 from tqadmin.errors import QueueNotFound, QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing, QueueStats
+from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing, QueueStats, dlq_name
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis import scripts
@@ -26,7 +26,7 @@ from tqadmin_redis.foreign import ForeignQueues
 from tqadmin_redis.foreign_reading import ForeignSession
 from tqadmin_redis.foreign_workers import ForeignWorkers
 from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
-from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, dlq_name, same_slot
+from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
 
 DEFAULT_LEASE_MS = 30_000  # the worker's default --lease: for consumers that registered none

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin.plugin.models import QueueStats
+from tqadmin.plugin.models import QueueStats, dlq_name
 from tqadmin.redis_client import text
 from tqadmin_redis.entries import entry_id_ms
-from tqadmin_redis.naming import GROUP, RELEASED, dlq_name
+from tqadmin_redis.naming import GROUP, RELEASED
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tqadmin.plugin.models import DLQ_SUFFIX, dlq_name
+
 DEFAULT_PREFIX = "tq"
 GROUP = "tq"
-DLQ_SUFFIX = ".dlq"
 RELEASED = "tq:released"
 """The consumer that holds entries given back (released) until a live consumer claims them: it has no lease,
 so the next recovery pass of any consumer takes them, oldest first."""
@@ -62,10 +63,6 @@ class Layout:
     def stream_pattern(self) -> str:
         """A SCAN pattern matching tqadmin's own streams (so discovery leaves them out)."""
         return f"{self.prefix}:{{*"
-
-
-def dlq_name(queue: str) -> str:
-    return queue + DLQ_SUFFIX
 
 
 def split_dlq(name: str) -> tuple[str, int]:

@@ -229,14 +229,18 @@ for module in modules:
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except BaseException as exc:  # said in the failure, so a failed import is diagnosable
+            os.write(write, json.dumps([f"<import failed: {exc!r}>"]).encode())
+            os._exit(0)
         os.write(write, json.dumps([c for c in candidates if c in sys.modules]).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         loaded = pipe.read()
     _, status = os.waitpid(pid, 0)
-    print(json.dumps([module, json.loads(loaded) if status == 0 else ["<import failed>"]]))
+    print(json.dumps([module, json.loads(loaded) if status == 0 else [f"<import failed: status {status}>"]]))
 """
 WATCHED = ["textual", *DRIVERS, "pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 

@@ -9,7 +9,9 @@ broker allows (``.`` by default, ``-`` on SQS: ``demo-images``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from tqadmin.plugin.models import dlq_name
 
 # task type -> the short queue name it gets when every type has its own queue
 TASK_QUEUES: dict[str, str] = {
@@ -29,7 +31,7 @@ class Layout:
     prefix: str
     queue_of: dict[str, str]
     worker_queues: tuple[str, ...]
-    dlq_name: Callable[[str], str] = field(default=lambda queue: f"{queue}.dlq")
+    dlq_name: Callable[[str], str] = dlq_name
     separator: str = "."
 
     @property

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Self
 from tqadmin.errors import NotSupported, QueueReadOnly, UsageError
 from tqadmin.masking import mask_text, mask_url
 from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
-from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing, dlq_name
 from tqadmin.plugin.workers import WorkerReading
 
 if TYPE_CHECKING:
@@ -258,7 +258,7 @@ class BrokerPlugin(ABC):
     def dlq_name(self, queue: str) -> str:
         """The dead-letter queue tqadmin gives ``queue`` on this broker (docs/interface.md: ``Q.dlq`` where a
         dot is allowed); a queue configured otherwise (a redrive policy) is reported by the listing."""
-        return f"{queue}.dlq"
+        return dlq_name(queue)
 
     @abstractmethod
     def admin(self, config: BrokerConfig) -> BrokerAdmin:

@@ -25,6 +25,16 @@ HEADER_REPLAYS = "x-tq-replays"
 # worker reads it over the body's ``retry_count`` (which is what the producer wrote: 0 when published).
 HEADER_RETRY_COUNT = "x-tq-retry-count"
 
+# The dead-letter queue tqadmin gives a queue ``Q`` where the broker allows a dot (docs/interface.md).
+DLQ_SUFFIX = ".dlq"
+
+
+def dlq_name(queue: str) -> str:
+    """``Q.dlq``: the one spelling of tqadmin's dead-letter queue name (a broker that forbids the dot, SQS,
+    names its own through :meth:`~tqadmin.plugin.base.BrokerPlugin.dlq_name`)."""
+    return queue + DLQ_SUFFIX
+
+
 # Top-level keys of export files written before the contract was broker-neutral (AMQP addressing).
 LEGACY_PROPERTY_KEYS = ("routing_key", "exchange")
 
