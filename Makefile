@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # An environment variable rather than -c, so that pip's isolated build of the project obeys it too.
 PIN    := PIP_CONSTRAINT=$(CURDIR)/constraints.txt
 
-.PHONY: setup services tools run test lint bench screenshots
+.PHONY: setup services tools run test check lint bench screenshots
 
 $(BIN)/tqadmin: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,18 @@ run: setup
 	  || scripts/ready-services
 	$(BIN)/tqadmin demo
 
-test: setup services tools
+lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The whole suite, as CI runs it.
+test: setup services tools lint
 	$(BIN)/pytest -n 2 --dist loadgroup
+
+# The fast lane, for every change: the same but the tests marked slow (long chaos, outage and scale runs).
+check: setup services tools lint
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow"
 
 # What README's Benchmarks section says `make bench` runs, in its order: keep the two lists the same.
 bench: setup services

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Collection, Sequence
 from typing import Protocol, cast
 
-from tqadmin import config, logs
+from tqadmin import __version__, config, logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
@@ -49,7 +49,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "workers": ("workers", "live and dead workers with heartbeat age and current job"),
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
     "exporter": ("exporter", "serve every profile's queues, workers and task metrics to Prometheus"),
+    "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
 }
+# Commands that read no settings: a broken config file or profile must not break them (the completion script
+# runs at every shell start).
+_WITHOUT_SETTINGS = frozenset({"completion"})
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 # Global options followed by a value, which is not a command name even when it reads like one (the broker
 # plugins' flags, such as --management-url, come on top).
@@ -60,6 +64,12 @@ class CommandModule(Protocol):
     def configure(self, parser: argparse.ArgumentParser) -> None: ...
 
     def run(self, args: argparse.Namespace, ctx: CommandContext) -> int: ...
+
+
+class SettingsFreeModule(Protocol):
+    """A command of :data:`_WITHOUT_SETTINGS`: run before the settings are resolved, without them."""
+
+    def run(self, args: argparse.Namespace) -> int: ...
 
 
 def _add_global_options(
@@ -98,6 +108,9 @@ def _add_global_options(
     )
     group.add_argument(
         "-v", "--verbose", action="store_true", default=default(False), help="tracebacks, debug"
+    )
+    group.add_argument(
+        "--version", action="version", version=f"tqadmin {__version__}", help="print the version and exit"
     )
 
 
@@ -154,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = bool(args.verbose)
     logs.setup(verbose, driver_log_levels(verbose))
     try:
+        if args.command in _WITHOUT_SETTINGS:
+            module = importlib.import_module(f"tqadmin.commands.{COMMANDS[args.command][0]}")
+            return cast(SettingsFreeModule, module).run(args)
         settings = config.resolve(
             config.Overrides(
                 profile=args.profile,

@@ -40,7 +40,7 @@ ScriptCall = tuple[Script, Sequence[str], Sequence[Any]]
 """A script, the keys it touches (all in one slot) and its arguments."""
 
 
-def connect(url: str, timeout_s: float, where: str, flag: str) -> redis.Redis[bytes]:
+def connect(url: str, timeout_s: float, where: str, flag: str) -> redis.Redis:
     """A client for ``url``: a :class:`redis.RedisCluster` when the server says it runs in cluster mode
     (``INFO cluster``), a plain :class:`redis.Redis` otherwise. Both speak the commands tqadmin uses; the
     cluster client routes each one (and each script, by its keys' slot) to the master that owns it."""

@@ -36,7 +36,7 @@ from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.transport import Outgoing, PublishResult
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis, pytest.mark.slow]  # 30 s to over a minute each
 
 WORKERS = 4
 BACK_WITHIN_S = 5.0  # INTERFACE promise: consuming or publishing again within 5 s of the broker's return
@@ -72,7 +72,7 @@ def start_cron(tmp_path: Path, queue: str, namespace: str, broker: str) -> subpr
     "outage_s",
     [
         pytest.param(4.0, id="4s"),
-        pytest.param(60.0, id="60s", marks=pytest.mark.slow),
+        pytest.param(60.0, id="60s"),
         pytest.param(RESTART, id="restart"),
     ],
 )

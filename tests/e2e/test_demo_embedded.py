@@ -110,7 +110,9 @@ def test_each_card_is_charged_once_in_the_embedded_file(run: dict[str, Any]) -> 
     with store._file.read() as db:  # type: ignore[attr-defined]
         times = [
             row[0]
-            for row in db.execute("SELECT times FROM demo_ledger WHERE key LIKE ?", (f"{run['prefix']}:%",))
+            for row in db.execute(
+                "SELECT value FROM tq_effects WHERE field = 'times' AND name LIKE ?", (f"{run['prefix']}:%",)
+            )
         ]
     store.close()
     assert times and set(times) == {1}

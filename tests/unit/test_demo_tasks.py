@@ -64,7 +64,15 @@ def test_a_charge_is_an_effect_committed_with_the_completion_not_a_direct_write(
 
 
 def test_the_ledger_also_works_in_an_sqlite_transaction() -> None:
+    job_id = job_with(Outcome.OK, tasks.CHAOS, "charge_card")
     connection = sqlite3.connect(":memory:")
-    for _ in range(2):
-        tasks.record_charge(connection, "k", 500)
-    assert connection.execute("SELECT times, cents FROM demo_ledger").fetchone() == (2, 1000)
+    for _ in range(2):  # two charges of one card: the effects add up as Redis's HINCRBY would
+        ctx = TaskContext(job_id, 1, "charge_card", queue="t1.payments")
+        tasks.charge_card(ctx, {"customer": "cus_1", "amount_cents": 500})
+        effect = ctx.combined_effect()
+        assert effect is not None
+        effect(connection)
+    rows = connection.execute(
+        "SELECT field, value FROM tq_effects WHERE name = ?", (tasks.ledger_key("t1", job_id),)
+    ).fetchall()
+    assert dict(rows) == {"times": 2, "cents": 1000}

@@ -14,6 +14,7 @@ from typing import Any
 from tqadmin import FatalError, TransientError, task
 from tqadmin.demo.chaos import Chaos, Outcome
 from tqadmin.pipeline.tasks import TaskContext
+from tqadmin.store.effects import add
 from tqadmin.store.keys import job_tag
 
 CHAOS = Chaos.from_env()
@@ -75,22 +76,6 @@ def charge_card(ctx: TaskContext, job: dict[str, Any]) -> dict[str, Any]:
     strike(ctx)
     amount = int(job.get("amount_cents", 0))
     key = ledger_key(ctx.queue.rsplit(".", 1)[0] if ctx.queue else "demo", ctx.job_id)
-    ctx.once(lambda tx: record_charge(tx, key, amount))
+    ctx.once(add(key, "times", 1))  # the same effects on the embedded SQLite store and on Redis
+    ctx.once(add(key, "cents", amount))
     return {"customer": job.get("customer"), "charged_cents": amount}
-
-
-def record_charge(tx: Any, key: str, amount_cents: int) -> None:
-    """Write the ledger entry inside the store's transaction: a Redis pipeline or an SQLite connection."""
-    if hasattr(tx, "hincrby"):
-        tx.hincrby(key, "times", 1)
-        tx.hincrby(key, "cents", amount_cents)
-        return
-    tx.execute(
-        "CREATE TABLE IF NOT EXISTS demo_ledger "
-        "(key TEXT PRIMARY KEY, times INTEGER NOT NULL, cents INTEGER NOT NULL)"
-    )
-    tx.execute(
-        "INSERT INTO demo_ledger (key, times, cents) VALUES (?, 1, ?) "
-        "ON CONFLICT(key) DO UPDATE SET times = times + 1, cents = cents + excluded.cents",
-        (key, amount_cents),
-    )

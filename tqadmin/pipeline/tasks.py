@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import UsageError
-from tqadmin.store.base import Effect
+from tqadmin.store.base import Effect, Transaction
 from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPE_CHARS
 
 TaskFn = Callable[["TaskContext", dict[str, Any]], object]
@@ -173,7 +173,7 @@ class TaskContext:
         if not effects:
             return None
 
-        def run_all(tx: Any) -> None:
+        def run_all(tx: Transaction) -> None:
             for effect in effects:
                 effect(tx)
 

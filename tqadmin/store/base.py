@@ -12,12 +12,23 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from tqadmin.telemetry.snapshot import WorkerHistory, WorkerSnapshot
 
-Effect = Callable[[Any], None]
-"""``fn(tx)`` committed with a completion mark: a Redis pipeline in MULTI, or an SQLite connection."""
+if TYPE_CHECKING:  # the drivers' types, named for the type checker only: neither is imported here
+    import sqlite3
+
+    from redis.client import Pipeline
+
+Transaction: TypeAlias = "Pipeline | sqlite3.Connection"
+"""What ``fn(tx)`` of ``ctx.once`` receives: the store's own transaction, a Redis pipeline in ``MULTI``
+(:class:`~tqadmin.store.redis_store.RedisStore`) or an SQLite connection inside the completion's transaction
+(:class:`~tqadmin.store.sqlite_store.SQLiteStore`). :mod:`tqadmin.store.effects` writes the common effects
+for both."""
+
+Effect: TypeAlias = Callable[[Transaction], None]
+"""``fn(tx)``, committed with a completion mark in the same atomic step."""
 
 
 class ClaimState(StrEnum):

@@ -153,7 +153,7 @@ return written
 )
 
 
-def redis_client(url: str, timeout_s: float) -> redis.Redis[bytes]:
+def redis_client(url: str, timeout_s: float) -> redis.Redis:
     """The state store's Redis (or Redis Cluster) client, with its errors named as the store's."""
     return connect(url, timeout_s, _where(url), FLAG)
 
@@ -184,7 +184,7 @@ class RedisHistory(HistoryStore):
 
     def __init__(
         self,
-        client: redis.Redis[bytes],
+        client: redis.Redis,
         *,
         url: str = "redis://",
         prefix: str = DEFAULT_PREFIX,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import redis
 
@@ -137,7 +137,7 @@ class RedisCronStore(CronStore):
     """:class:`CronStore` on one Redis (or a Redis Cluster: every script's keys share a hash tag)."""
 
     def __init__(
-        self, client: redis.Redis[str], namespace: str, url: str = "redis", prefix: str | None = None
+        self, client: redis.Redis, namespace: str, url: str = "redis", prefix: str | None = None
     ) -> None:
         self.namespace = check_namespace(namespace)
         self._client = client
@@ -262,7 +262,10 @@ class RedisCronStore(CronStore):
         return {n: int(v) for n, v in zip(wanted, values, strict=True) if v is not None}
 
     def pending(self) -> list[TickRecord]:
-        entries = self._run(lambda: self._client.zrange(self.key("pending"), 0, -1, withscores=True))
+        entries = cast(
+            list[tuple[str, float]],
+            self._run(lambda: self._client.zrange(self.key("pending"), 0, -1, withscores=True)),
+        )
         if not entries:
             return []
         values = self._run(lambda: self._client.mget([self.key(str(ident)) for ident, _ in entries]))
@@ -283,7 +286,7 @@ class RedisCronStore(CronStore):
         return _record(name, scheduled, value)
 
     def last_fired(self) -> dict[str, FiredTick]:
-        raw = self._run(lambda: self._client.hgetall(self.key("fired")))
+        raw = cast(dict[str, str], self._run(lambda: self._client.hgetall(self.key("fired"))))
         fired = {}
         for name, value in raw.items():
             scheduled, fired_us, token, instance = str(value).split("|", 3)
@@ -291,7 +294,7 @@ class RedisCronStore(CronStore):
         return fired
 
     def missed_counts(self) -> dict[str, int]:
-        raw = self._run(lambda: self._client.hgetall(self.key("missed")))
+        raw = cast(dict[str, str], self._run(lambda: self._client.hgetall(self.key("missed"))))
         return {name: int(count) for name, count in raw.items()}
 
     # registry

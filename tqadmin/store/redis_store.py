@@ -55,7 +55,7 @@ class RedisStore(StateStore):
 
     def __init__(
         self,
-        client: redis.Redis[bytes],
+        client: redis.Redis,
         *,
         url: str = "redis://",
         prefix: str = DEFAULT_PREFIX,
@@ -168,7 +168,7 @@ class RedisStore(StateStore):
         with self._client.pipeline(transaction=True) as tx:
             while True:
                 try:
-                    tx.watch(key)
+                    tx.watch(key)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
                     state, current = cast(list[Any], tx.hmget(key, ["state", "token"]))  # watched: immediate
                     if text(state) not in _HELD or text(current) != str(token):
                         tx.unwatch()
@@ -264,7 +264,7 @@ class RedisStore(StateStore):
         latest, seen, _ = heartbeat_keys(self.prefix)
         with _translated(self.url):
             pipe = self._client.pipeline(transaction=False)
-            beats = self._client.zrange(seen, 0, -1, withscores=True)
+            beats = cast(list[tuple[bytes, float]], self._client.zrange(seen, 0, -1, withscores=True))
             sec, usec = server_time(self._client, seen)
             now_ms = sec * 1000 + usec / 1000
             start_ms = now_ms - window_s * 1000

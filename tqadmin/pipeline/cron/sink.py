@@ -41,7 +41,7 @@ class RedisListSink:
 
         self._where = f"cron sink {mask_url(server)}"
         self._key = key
-        self._client: redis.Redis[str] = redis.Redis.from_url(
+        self._client: redis.Redis = redis.Redis.from_url(
             server, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, decode_responses=True
         )
 
