@@ -12,6 +12,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
 from tqadmin.finite import finite
 from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.tables import printable, table
 
@@ -31,7 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     try:
         with ctx.admin() as admin:
-            listing = admin.list_queues()
+            listing = DrainWindow().apply(admin.list_queues())
             unavailable = dict(admin.capabilities.unavailable)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
