@@ -80,6 +80,14 @@ class DrainWindow:
         return tuple(result)
 
 
+def drain_text(queue: QueueStats, duration: Callable[[float | None], str | None]) -> str | None:
+    """How every face writes the estimate: ``growing``, the time to drain in the face's own duration
+    format, or ``None`` (no estimate: the face's blank)."""
+    if queue.growing:
+        return "growing"
+    return None if queue.drain_s is None else duration(queue.drain_s)
+
+
 def estimate(readings: Iterable[tuple[float, int]], queue: QueueStats, window_s: float) -> Drain:
     """The drain of ``queue`` from its ``(time, depth)`` readings, oldest first, ending with its own."""
     points = list(readings)
