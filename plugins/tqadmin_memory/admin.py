@@ -66,6 +66,7 @@ class MemoryAdmin(BrokerAdmin):
         dlq = MemoryPlugin().dlq_name(name)
         now = self.broker.clock()
         rates = figures.rates
+        dead = self.broker.figures(dlq) if dlq in names else None
         return QueueStats(
             name=name,
             messages=figures.messages,
@@ -75,12 +76,18 @@ class MemoryAdmin(BrokerAdmin):
             publish_rate=None if rates is None else rates.publish,
             deliver_rate=None if rates is None else rates.deliver,
             ack_rate=None if rates is None else rates.ack,
-            oldest_age_s=None if figures.oldest_due_at is None else max(0.0, now - figures.oldest_due_at),
+            oldest_age_s=_age(now, figures.oldest_due_at),
             dlq=dlq if dlq in names else None,
-            dlq_messages=self.broker.figures(dlq).messages if dlq in names else None,
+            dlq_messages=None if dead is None else dead.messages,
+            dlq_oldest_age_s=_age(now, None if dead is None else dead.oldest_due_at),
             kind="memory",
             delayed=figures.delayed,
         )
+
+
+def _age(now: float, since: float | None) -> float | None:
+    """Seconds since ``since``: a ready message's due time (a delayed one is not ready: it ages nothing)."""
+    return None if since is None else max(0.0, now - since)
 
 
 @functools.cache

@@ -150,10 +150,17 @@ def _decimal(value: float) -> decimal.Decimal:
 
 def publish_properties(message: Message, due_at_s: float | None = None) -> pika.BasicProperties:
     """Properties for a message the pipeline publishes (a new job, a retry, a dead letter): the message's
-    own, persistent, JSON unless it says otherwise, and due at ``due_at_s`` (default now)."""
+    own, persistent, JSON unless it says otherwise, and due at ``due_at_s`` (default now).
+
+    The due time goes into the ``timestamp`` property too (whole seconds, replacing an earlier one): that
+    is what RabbitMQ reports as the head's ``head_message_timestamp``, so a queue's oldest age counts from
+    when its head could be taken (a retry's delay over, a dead letter's death), never from a first publish.
+    """
     properties = to_properties(message)
     headers = dict(properties.headers or {})
-    headers[DUE_MS] = int((time.time() if due_at_s is None else due_at_s) * 1000)
+    due_s = time.time() if due_at_s is None else due_at_s
+    headers[DUE_MS] = int(due_s * 1000)
+    properties.timestamp = int(due_s)
     properties.headers = headers
     if properties.content_type is None:
         properties.content_type = "application/json"

@@ -95,6 +95,7 @@ def to_stats(items: Sequence[Mapping[str, Any]], now: float, route: Router, wher
     as delay queues of ``Q`` and their messages counted in its ``delayed``.
     """
     depth = {str(item["name"]): _count(item, "messages", where) for item in items}
+    heads = {str(item["name"]): _head_age(item, now, where) for item in items}
     stats = []
     for item in items:
         name = str(item["name"])
@@ -109,9 +110,10 @@ def to_stats(items: Sequence[Mapping[str, Any]], now: float, route: Router, wher
                 publish_rate=_rate(item, "publish_details", where),
                 deliver_rate=_rate(item, "deliver_get_details", where),
                 ack_rate=_rate(item, "ack_details", where),
-                oldest_age_s=_age(item, now, where),
+                oldest_age_s=heads[name] if _count(item, "messages_ready", where) else None,
                 dlq=dlq,
                 dlq_messages=depth.get(dlq) if dlq is not None else None,
+                dlq_oldest_age_s=heads.get(dlq) if dlq is not None else None,
                 state=_text(item, "state", "running", where),
                 kind=_text(item, "type", "classic", where),
                 delay_for=tier_work_queue(name, depth),
@@ -176,8 +178,13 @@ def _rate(item: Mapping[str, Any], details: str, where: str) -> float | None:
     return float(rate)
 
 
-def _age(item: Mapping[str, Any], now: float, where: str) -> float | None:
-    """Age of the head message: only known when it was published with a ``timestamp`` property."""
+def _head_age(item: Mapping[str, Any], now: float, where: str) -> float | None:
+    """Age of the head message by its ``timestamp`` property (whole seconds), which tqadmin's publisher sets
+    to the time the message became due: for a retry, when its delay ended, so a retry that waited out its
+    delay in a tier counts from then. Unknown (``None``) when the head carries no timestamp, and on quorum
+    queues and streams, for which RabbitMQ reports no ``head_message_timestamp``. A classic queue keeps a
+    delivered message at its head until it is acked (*ran* on 3.10): the caller shows no age when nothing is
+    ready, and with messages ready the age may be that of one in flight."""
     stamp = item.get("head_message_timestamp")
     if stamp is None or stamp == "":
         return None

@@ -25,7 +25,7 @@ from tqadmin_redis.entries import to_message
 from tqadmin_redis.foreign import ForeignQueues
 from tqadmin_redis.foreign_reading import ForeignSession
 from tqadmin_redis.foreign_workers import ForeignWorkers
-from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
+from tqadmin_redis.listing import Rates, StreamInfo, first_entry_age, queue_stats
 from tqadmin_redis.naming import FOREIGN_PREFIXES, GROUP, RELEASED, QueueKeys, same_slot
 from tqadmin_redis.transfer import RedisTransferSession
 
@@ -79,6 +79,7 @@ class RedisAdmin(BrokerAdmin):
         for name in names:
             dlq = infos[dlq_name(name)]
             dlq_depth = int(dlq.stream.get("length", 0)) if dlq.stream is not None else None
+            dlq_age = first_entry_age(dlq.stream, now_s)
             for shown, info, depth in ((name, infos[name], dlq_depth), (dlq_name(name), dlq, None)):
                 stat = queue_stats(
                     shown,
@@ -87,6 +88,7 @@ class RedisAdmin(BrokerAdmin):
                     now_s=now_s,
                     default_lease_ms=DEFAULT_LEASE_MS,
                     rates=self._rates,
+                    dlq_oldest_age_s=dlq_age if depth is not None else None,
                 )
                 if stat is not None:
                     own.append(stat)
@@ -109,10 +111,17 @@ class RedisAdmin(BrokerAdmin):
                 pipe.zcard(keys.delay)
                 pipe.hgetall(keys.consumers)
             replies = pipe.execute(raise_on_error=False)
+        ages = self.conn.run(
+            [
+                (scripts.OLDEST_TAKEABLE, (keys.stream, keys.delay), (GROUP, RELEASED))
+                for keys in map(layout.queue, names)
+            ]
+        )
         infos = {}
         for index, name in enumerate(names):
             stream, groups, consumers, delayed, leases = replies[5 * index : 5 * index + 5]
             infos[name] = StreamInfo(
+                takeable_ms=int(ages[index]),
                 stream=None if isinstance(stream, Exception) else stream,
                 groups=[] if isinstance(groups, Exception) else groups,
                 consumers=[] if isinstance(consumers, Exception) else consumers,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tqadmin.finite import finite
 from tqadmin.frameworks import sidekiq
 from tqadmin.frameworks.decoding import epoch_seconds, name
 from tqadmin.plugin.bodies import load_json
@@ -20,6 +21,7 @@ from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign_kinds import CELERY, RQ, SIDEKIQ, STREAM, Foreign
 
+SIDEKIQ_DEAD = "sidekiq:dead"  # the dead set, the DLQ of every Sidekiq queue
 KOMBU_UNACKED_LIMIT = 1000  # above this many unacked Celery messages, they are not attributed to queues
 
 
@@ -41,7 +43,7 @@ def stats(conn: Connection, queues: Sequence[Foreign], now_s: float) -> list[Que
         rows.append((f, [r if not isinstance(r, Exception) else None for r in replies[at : at + width]]))
         at += width
     depth_of = {f.name: counts[0] or 0 for f, counts in rows}
-    found = (_to_stats(f, counts, unacked.get(f.name, 0), ages.get(f.name), depth_of) for f, counts in rows)
+    found = (_to_stats(f, counts, unacked.get(f.name, 0), ages, depth_of) for f, counts in rows)
     return [stat for stat in found if stat is not None]
 
 
@@ -85,15 +87,25 @@ def _routing_key(raw: bytes) -> str | None:
 
 
 def _ages(conn: Connection, queues: Sequence[Foreign], now_s: float) -> dict[str, float]:
-    """How long the oldest job of each RQ and Sidekiq queue has waited (Celery's envelopes say not)."""
+    """How long the oldest job of each RQ and Sidekiq queue has waited (Celery's envelopes say not), and
+    how long the oldest of Sidekiq's dead set has been dead (its score: the time it died). Sidekiq's retry
+    and scheduled sets get none: their jobs wait for their time, and none can be taken before it."""
     ages: dict[str, float] = {}
     lists = [f for f in queues if f.kind in (RQ, SIDEKIQ) and f.key_type == "list"]
-    if not lists:
+    dead = [f for f in queues if f.kind == SIDEKIQ and f.name == SIDEKIQ_DEAD]
+    if not lists and not dead:
         return ages
     pipe = conn.client.pipeline(transaction=False)
     for f in lists:
         pipe.lindex(f.keys[0], -1 if f.newest_left else 0)
-    heads = [(f, h) for f, h in zip(lists, pipe.execute(raise_on_error=False), strict=True) if _found(h)]
+    for f in dead:
+        pipe.zrange(f.keys[0], 0, 0, withscores=True)
+    replies = pipe.execute(raise_on_error=False)
+    for f, first in zip(dead, replies[len(lists) :], strict=True):
+        died = finite(first[0][1]) if _found(first) and first else None
+        if died is not None:
+            ages[f.name] = max(0.0, round(now_s - died, 3))
+    heads = [(f, h) for f, h in zip(lists, replies[: len(lists)], strict=True) if _found(h)]
     rq_heads = [(f, text(h)) for f, h in heads if f.kind == RQ]
     stamps = [(f, sidekiq_enqueued_at(h)) for f, h in heads if f.kind == SIDEKIQ]
     if rq_heads:
@@ -140,10 +152,16 @@ def _queue_counts(pipe: Any, f: Foreign) -> None:
 
 
 def _to_stats(
-    f: Foreign, counts: list[Any], unacked: int, age: float | None, depth_of: dict[str, int]
+    f: Foreign, counts: list[Any], unacked: int, ages: dict[str, float], depth_of: dict[str, int]
 ) -> QueueStats | None:
     """One row; ``None`` for a stream without consumer groups (a log, not a queue)."""
-    common: dict[str, Any] = {"name": f.name, "kind": f.kind, "read_only": f.read_only, "oldest_age_s": age}
+    common: dict[str, Any] = {
+        "name": f.name,
+        "kind": f.kind,
+        "read_only": f.read_only,
+        "oldest_age_s": ages.get(f.name),
+        "dlq_oldest_age_s": ages.get(f.dlq) if f.dlq else None,
+    }
     if f.kind == STREAM:
         length, groups = counts[0] or 0, counts[1] or []
         if not groups:

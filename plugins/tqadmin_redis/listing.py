@@ -5,8 +5,11 @@
 - ``unacked`` is what the group has pending, less what sits with ``tq:released`` (given back, ready again);
   ``ready`` is the rest.
 - ``consumers`` counts the group's consumers heard from within twice their lease.
-- ``delayed`` is the size of the delay set; the oldest age comes from the first entry's id (its time on the
-  server's clock).
+- ``delayed`` is the size of the delay set; the oldest age is that of the oldest message that can be
+  taken now (:data:`~tqadmin_redis.scripts.OLDEST_TAKEABLE`, on the server's clock): a retry past its due
+  time counts from that time, one still waiting out its delay not at all, an entry never delivered or given
+  back from its id, an entry a live consumer holds not at all. The DLQ's oldest age is its first entry's
+  (when it died).
 - Rates are deltas between two polls of the stream's ``entries-added`` (published), the group's
   ``entries-read`` (delivered) and entries added less the length (settled: acked, retried, dead-lettered):
   ``None`` on the first poll, and on a Redis older than 7.0, which keeps no such counters.
@@ -33,6 +36,7 @@ class StreamInfo:
     consumers: Sequence[Mapping[str, Any]]
     delayed: int
     leases_ms: Mapping[bytes, bytes]
+    takeable_ms: int = -1  # ms since the oldest takeable message became takeable; -1: none is
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,14 @@ class Rates:
 
 
 def queue_stats(
-    name: str, info: StreamInfo, *, dlq_depth: int | None, now_s: float, default_lease_ms: int, rates: Rates
+    name: str,
+    info: StreamInfo,
+    *,
+    dlq_depth: int | None,
+    now_s: float,
+    default_lease_ms: int,
+    rates: Rates,
+    dlq_oldest_age_s: float | None = None,
 ) -> QueueStats | None:
     """The figures of one tqadmin queue, or ``None`` when its stream is gone."""
     stream = info.stream
@@ -95,15 +106,19 @@ def queue_stats(
         publish_rate=publish,
         deliver_rate=deliver,
         ack_rate=ack,
-        oldest_age_s=_oldest_age(stream, now_s) if length else None,
+        oldest_age_s=info.takeable_ms / 1000 if info.takeable_ms >= 0 else None,
         dlq=None if dlq_depth is None else dlq_name(name),
         dlq_messages=dlq_depth,
+        dlq_oldest_age_s=dlq_oldest_age_s,
         kind="stream",
         delayed=info.delayed,
     )
 
 
-def _oldest_age(stream: Mapping[str, Any], now_s: float) -> float | None:
+def first_entry_age(stream: Mapping[str, Any] | None, now_s: float) -> float | None:
+    """How long ago the stream's first entry was added (a DLQ's: when its oldest dead letter died)."""
+    if not stream or not int(stream.get("length", 0)):
+        return None
     first = stream.get("recorded-first-entry-id")
     if not first or text(first) == "0-0":
         entry = stream.get("first-entry")

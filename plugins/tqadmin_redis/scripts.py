@@ -305,6 +305,35 @@ return redis.call('XLEN', KEYS[1]) - held + ready
 """
 )
 
+# KEYS stream, delay ; ARGV group, released consumer -> ms since the oldest takeable message became takeable,
+# or -1 when none is. Takeable now: a retry whose due time has passed (still in the delay set: aged from its
+# due time, so a retry waiting out its delay never ages a queue), an entry never delivered (from its id), or
+# one given back (held by the released consumer). What a live consumer holds is not takeable.
+OLDEST_TAKEABLE = Script(
+    NOW_MS
+    + _LAST_DELIVERED
+    + """
+local oldest = nil
+local function seen(ms) if oldest == nil or ms < oldest then oldest = ms end end
+local function id_ms(id) return tonumber(string.match(id, '^%d+')) end
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+if #due > 0 then seen(tonumber(due[2])) end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local last = last_delivered()
+  local start = '-'
+  if last then
+    start = '(' .. last
+    local given = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
+    if #given > 0 then seen(id_ms(given[1][1])) end
+  end
+  local fresh = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 1)
+  if #fresh > 0 then seen(id_ms(fresh[1][1])) end
+end
+if oldest == nil then return -1 end
+return math.max(now - oldest, 0)
+"""
+)
+
 # KEYS stream, consumers ; ARGV group, consumer -> 1 removed | 0 still holds entries
 # XGROUP DELCONSUMER drops the consumer's pending entries silently (BROKERS.md, trap 2): only a consumer
 # that holds nothing is removed.
@@ -329,5 +358,6 @@ ALL = (
     MOVE,
     PURGE,
     TAKEABLE_COUNT,
+    OLDEST_TAKEABLE,
     FORGET_CONSUMER,
 )

@@ -29,6 +29,7 @@ CAPABILITIES = Capabilities(
         ("deliver_rate", CLOUDWATCH_ONLY),
         ("ack_rate", CLOUDWATCH_ONLY),
         ("oldest_age_s", f"the age of the oldest message: {CLOUDWATCH_ONLY}"),
+        ("dlq_oldest_age_s", f"the age of the oldest dead letter: {CLOUDWATCH_ONLY}"),
     ),
     server_side_replay=True,
     server_side_needs=(

@@ -3,6 +3,7 @@ so once per outage and once on recovery, and outlives any answer."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,20 @@ def test_a_read_only_profile_writes_no_history(isolated_env: Path) -> None:
     history = open_history(settings.store_url, access=Access.READ)
     assert history.queue_history("default", "orders", TIERS[0]) == []
     history.close()
+
+
+def test_successive_polls_give_each_queue_a_drain_estimate(isolated_env: Path) -> None:
+    now = [1000.0]
+    falling = [dataclasses.replace(ORDERS, messages=depth) for depth in (40, 30, 20)]
+    admin = ScriptedAdmin(*((queue,) for queue in falling))
+    settings = resolve(Overrides())
+    poller = ProfilePoller(settings, 5.0, connect_admin=lambda: admin, clock=lambda: now[0])  # type: ignore[arg-type,return-value]
+    drains = []
+    for _ in falling:
+        poller.poll()
+        now[0] += 10
+        (orders,) = poller.reading().queues or ()
+        drains.append((orders.drain_s, orders.growing))
+    poller.close()
+    assert drains[0] == (None, None)  # one reading, and no rates to go by
+    assert drains[-1] == (20.0, False)  # 1 a second, 20 left

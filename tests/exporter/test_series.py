@@ -70,8 +70,8 @@ def test_a_thousand_queues_and_a_hundred_task_types_stay_within_bounded_label_se
     assert len(queue_labels) == 1000
     task_labels = {labels["task_type"] for _, labels, _ in samples if "task_type" in labels}
     assert len(task_labels) == 100
-    # 10 queue gauges a queue at most; per task type 5 counters, 1 reason, 2 histograms of 17 buckets + 2
-    assert len(samples) <= 1000 * 10 + 100 * (5 + 1 + 2 * (len(names.LE_EDGES) + 3)) + 50
+    # 13 queue gauges a queue at most; per task type 5 counters, 1 reason, 2 histograms of 17 buckets + 2
+    assert len(samples) <= 1000 * 13 + 100 * (5 + 1 + 2 * (len(names.LE_EDGES) + 3)) + 50
     assert ("tqadmin_poll_age_seconds", {"profile": "prod"}, 5.0) in samples
 
 
@@ -212,3 +212,27 @@ def test_another_frameworks_task_names_past_its_listeners_cap_are_summed_as_othe
     served = {labels["task_type"] for name, labels, _ in samples if name == names.TASK_RUNS}
     assert len(served) == MAX_TASK_TYPES + 1 and OTHER_TASKS in served
     assert (names.TASK_TYPES_FOLDED, {"profile": "rabbit", "framework": "celery"}, 27) in samples
+
+
+def test_drain_growth_and_the_dlq_age_are_served_where_known_and_folded_to_the_worst() -> None:
+    reading = Reading(
+        "prod",
+        queues=(
+            queue("a", drain_s=30.0, growing=False, dlq_oldest_age_s=600.0),
+            queue("b", growing=True),
+            queue("c"),
+        ),
+    )
+    samples = scrape([reading])
+
+    def served(name: str) -> dict[str, float]:
+        return {labels["queue"]: value for metric, labels, value in samples if metric == name}
+
+    assert served(names.QUEUE_DRAIN) == {"a": 30.0}
+    assert served(names.QUEUE_GROWING) == {"a": 0.0, "b": 1.0}
+    assert served(names.QUEUE_DLQ_OLDEST_AGE) == {"a": 600.0}
+    folded = scrape([reading], max_queues=1)
+    assert {labels["queue"]: value for metric, labels, value in folded if metric == names.QUEUE_GROWING} == {
+        "a": 0.0,
+        names.OTHER_QUEUES: 1.0,
+    }

@@ -75,6 +75,24 @@ def test_the_oldest_message_age_comes_from_the_head_timestamp(api: FakeManagemen
     assert queues["unstamped"].oldest_age_s is None
 
 
+def test_a_head_held_in_flight_with_nothing_ready_ages_nothing_and_a_dlq_has_its_own_age(
+    api: FakeManagementAPI,
+) -> None:
+    # a classic queue keeps a delivered message at its head until acked: with nothing ready, nothing waits
+    api.add_queue("busy", unacked=2, head_message_timestamp=int(NOW) - 3600)
+    api.add_queue("work", ready=1, head_message_timestamp=int(NOW) - 5)
+    api.add_queue("work.dlq", ready=4, head_message_timestamp=int(NOW) - 600)
+    with admin_for(api) as admin:
+        queues = by_name(admin)
+    assert queues["busy"].oldest_age_s is None
+    assert (queues["work"].oldest_age_s, queues["work"].dlq, queues["work"].dlq_oldest_age_s) == (
+        5.0,
+        "work.dlq",
+        600.0,
+    )
+    assert queues["busy"].dlq_oldest_age_s is None
+
+
 def test_a_fresh_queue_without_stats_yet_counts_as_empty(api: FakeManagementAPI) -> None:
     api.add_queue("fresh")
     for key in ("messages", "messages_ready", "messages_unacknowledged", "consumers", "message_stats"):

@@ -169,6 +169,7 @@ def test_sidekiq_queues_show_their_latency_and_the_dead_set_and_are_never_writte
         assert (stats.messages, stats.ready, stats.kind) == (2, 2, "sidekiq")
         assert stats.oldest_age_s is not None and 29 <= stats.oldest_age_s < 60  # Sidekiq's latency
         assert stats.dlq == "sidekiq:dead" and (stats.dlq_messages or 0) >= 1
+        assert stats.dlq_oldest_age_s is not None  # the dead set's first score: when its oldest died
         assert [m.body for m in admin.peek(f"sidekiq:{name}", 5).messages] == [oldest, newest]
         assert dead in [m.body for m in admin.peek("sidekiq:dead", 1000).messages]
         assert_every_write_refused(admin, f"sidekiq:{name}", "Sidekiq")

@@ -53,3 +53,22 @@ def test_read_only_queues_are_named_under_the_table_once_per_reason() -> None:
         "read-only sidekiq:dead\\x1b[2J: a Sidekiq queue",
     ]
     assert not any(line.startswith("read-only orders") for line in lines)
+
+
+def test_drain_shows_growing_or_the_time_to_empty_and_the_dlq_its_own_age() -> None:
+    listing = QueueListing(
+        (
+            QueueStats("a", 9, 9, 0, 1, dlq="a.dlq", dlq_messages=2, dlq_oldest_age_s=600, drain_s=95.0),
+            QueueStats("b", 50, 50, 0, 1, growing=True),
+            QueueStats("c", 5, 5, 0, 1),
+        ),
+    )
+    header, a, b, c = (line.split() for line in render(listing).splitlines())
+    drain = header.index("DRAIN")  # every cell before it is one word
+    assert (a[drain], b[drain], c[drain]) == ("1m35s", "growing", "-")
+    assert a[-1] == "10m00s" and header[-2:] == ["DLQ", "AGE"]
+
+
+def test_a_dlq_age_the_broker_cannot_give_says_why_under_the_table() -> None:
+    text = render(QueueListing((QueueStats("q", 0, 0, 0, None),)), {"dlq_oldest_age_s": "CloudWatch only"})
+    assert text.splitlines()[-1] == "DLQ AGE: - (unavailable: CloudWatch only)"

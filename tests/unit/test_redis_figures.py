@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tqadmin_redis.alarms import alarms_of
-from tqadmin_redis.listing import Rates, StreamInfo, queue_stats
+from tqadmin_redis.listing import Rates, StreamInfo, first_entry_age, queue_stats
 
 NOW_S = 1_700_000_010.0
 STREAM = {"length": 10, "entries-added": 100, "recorded-first-entry-id": b"1700000000000-0"}
@@ -15,17 +15,36 @@ CONSUMERS = [
 ]
 
 
-def info(stream: dict[str, object] | None = STREAM) -> StreamInfo:
-    return StreamInfo(stream, GROUPS, CONSUMERS, delayed=2, leases_ms={b"host:1:aaa": b"30000"})
+def info(stream: dict[str, object] | None = STREAM, takeable_ms: int = 4_000) -> StreamInfo:
+    return StreamInfo(
+        stream, GROUPS, CONSUMERS, delayed=2, leases_ms={b"host:1:aaa": b"30000"}, takeable_ms=takeable_ms
+    )
 
 
 def test_ready_counts_what_was_given_back_and_in_flight_what_a_consumer_holds() -> None:
-    stats = queue_stats("orders", info(), dlq_depth=3, now_s=NOW_S, default_lease_ms=30_000, rates=Rates())
+    stats = queue_stats(
+        "orders",
+        info(),
+        dlq_depth=3,
+        now_s=NOW_S,
+        default_lease_ms=30_000,
+        rates=Rates(),
+        dlq_oldest_age_s=first_entry_age(STREAM, NOW_S),
+    )
     assert stats is not None
     assert (stats.messages, stats.ready, stats.unacked, stats.delayed) == (10, 7, 3, 2)
     assert stats.consumers == 1
-    assert stats.oldest_age_s == 10.0
-    assert (stats.dlq, stats.dlq_messages) == ("orders.dlq", 3)
+    assert stats.oldest_age_s == 4.0  # what the script found takeable, not the first entry (held, 10 s)
+    assert (stats.dlq, stats.dlq_messages, stats.dlq_oldest_age_s) == ("orders.dlq", 3, 10.0)
+
+
+def test_nothing_takeable_has_no_age_and_an_empty_stream_no_first_entry() -> None:
+    stats = queue_stats(
+        "orders", info(takeable_ms=-1), dlq_depth=0, now_s=NOW_S, default_lease_ms=1, rates=Rates()
+    )
+    assert stats is not None and stats.oldest_age_s is None
+    assert first_entry_age({**STREAM, "length": 0}, NOW_S) is None
+    assert first_entry_age(None, NOW_S) is None
 
 
 def test_rates_are_deltas_of_the_counters_between_two_polls() -> None:

@@ -1,5 +1,10 @@
 """``tqadmin queues``: every queue's figures in one poll.
 
+OLDEST is the age of the oldest message that can be taken now, DLQ AGE that of the oldest dead letter, and
+DRAIN the time the queue takes to empty at the present pace (``growing`` when it is not emptying): one poll
+estimates it from the broker's ack and publish rates, where it gives them
+(:class:`~tqadmin.plugin.drain.DrainWindow`).
+
 Retry delay queues (RabbitMQ's ``Q.retry.5s`` tiers) are folded into their work queue's DELAYED figure, so
 the queues an on-call engineer looks for are not buried under 25 tiers each; ``--all`` lists them too.
 """
@@ -12,6 +17,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
 from tqadmin.finite import finite
 from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.drain import DrainWindow, drain_text
 from tqadmin.plugin.models import QueueListing
 from tqadmin.tables import printable, table
 
@@ -31,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     try:
         with ctx.admin() as admin:
-            listing = admin.list_queues()
+            listing = DrainWindow().apply(admin.list_queues())
             unavailable = dict(admin.capabilities.unavailable)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
@@ -62,8 +68,10 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
             _rate(q.deliver_rate),
             _rate(q.ack_rate),
             age(q.oldest_age_s),
+            drain_text(q, age),
             q.dlq,
             q.dlq_messages,
+            age(q.dlq_oldest_age_s),
         )
         for q in listing.queues
     ]
@@ -78,8 +86,10 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
         "DELIV/S",
         "ACK/S",
         "OLDEST",
+        "DRAIN",
         "DLQ",
         "DLQ MSGS",
+        "DLQ AGE",
     )
     lines.append(table(headers, rows) if rows else "no queues")
     lines += [
@@ -100,6 +110,7 @@ COLUMN_OF = {
     "deliver_rate": "DELIV/S",
     "ack_rate": "ACK/S",
     "oldest_age_s": "OLDEST",
+    "dlq_oldest_age_s": "DLQ AGE",
 }
 
 

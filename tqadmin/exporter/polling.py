@@ -26,6 +26,7 @@ from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading, liveness
@@ -92,6 +93,7 @@ class ProfilePoller:
             lambda: open_cron_store(settings.store_url, cron_namespace, timeout, access=Access.READ)
         )
         self._ledger = WorkerLedger()
+        self._drain = DrainWindow(clock=clock)
         self._recorder = recorder_for(settings, clock)
         self._lock = threading.Lock()
         self._reading = Reading(self.profile)
@@ -120,7 +122,7 @@ class ProfilePoller:
         failed: dict[str, str] = {}  # part -> why
         no_queues: tuple[QueueStats, ...] = ()
         no_workers: list[WorkerRecord] = []
-        queues = self._part("broker", lambda: self._admin.use(_listed), no_queues, failed)
+        queues = self._part("broker", self._queues, no_queues, failed)
         records = self._part(
             "state store", lambda: self._store.use(lambda s: s.workers()), no_workers, failed
         )
@@ -157,6 +159,9 @@ class ProfilePoller:
             )
         self._say(failed)
         return not failed
+
+    def _queues(self) -> tuple[QueueStats, ...]:
+        return self._drain.observe(self._admin.use(_listed))
 
     def _part(self, what: str, read: Callable[[], T], empty: T, failed: dict[str, str]) -> T | None:
         """``read()`` (``empty`` while the embedded file is not created yet), or ``None`` when it failed:

@@ -35,12 +35,35 @@ QUEUE_FIGURES: tuple[tuple[str, str, QueueFigure, Callable[[Iterable[float]], fl
     (names.QUEUE_READY, "Messages ready to be delivered.", lambda q: q.ready, sum),
     (names.QUEUE_IN_FLIGHT, "Messages delivered and not yet acknowledged.", lambda q: q.unacked, sum),
     (names.QUEUE_DELAYED, "Messages waiting out a retry delay.", lambda q: q.delayed, sum),
-    (names.QUEUE_OLDEST_AGE, "Age of the oldest message, seconds.", lambda q: q.oldest_age_s, max),
+    (
+        names.QUEUE_OLDEST_AGE,
+        "Age of the oldest message that can be taken now (a retry counts from its due time), seconds.",
+        lambda q: q.oldest_age_s,
+        max,
+    ),
     (names.QUEUE_PUBLISH_RATE, "Messages published a second.", lambda q: q.publish_rate, sum),
     (names.QUEUE_DELIVER_RATE, "Messages delivered a second.", lambda q: q.deliver_rate, sum),
     (names.QUEUE_ACK_RATE, "Messages acknowledged a second.", lambda q: q.ack_rate, sum),
     (names.QUEUE_CONSUMERS, "Consumers attached.", lambda q: q.consumers, sum),
     (names.QUEUE_DEAD_LETTERS, "Messages in the queue's dead-letter queue.", lambda q: q.dlq_messages, sum),
+    (
+        names.QUEUE_DLQ_OLDEST_AGE,
+        "Age of the oldest message in the queue's dead-letter queue, seconds.",
+        lambda q: q.dlq_oldest_age_s,
+        max,
+    ),
+    (
+        names.QUEUE_DRAIN,
+        "Seconds the queue takes to empty at the pace of the drain window (absent: no estimate).",
+        lambda q: q.drain_s,
+        max,
+    ),
+    (
+        names.QUEUE_GROWING,
+        "1 when the queue's depth rose throughout the drain window, 0 when it did not.",
+        lambda q: None if q.growing is None else float(q.growing),
+        max,
+    ),
 )
 
 

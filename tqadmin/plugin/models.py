@@ -48,6 +48,11 @@ class QueueStats:
     tqadmin may show this queue but not write to it (a queue another framework owns), ``None`` when it may.
     ``delay_for`` names the work queue when this queue only holds messages waiting out a retry delay for it
     (RabbitMQ's ``Q.retry.5s`` tiers): listings fold it into that queue's ``delayed``.
+
+    ``oldest_age_s`` is how long the oldest message that can be taken now has been takeable (a delayed retry
+    counts from its due time, so it never makes a queue look stuck); ``dlq_oldest_age_s`` how long the oldest
+    message of the queue's dead-letter queue has been there. ``drain_s`` and ``growing`` are filled by
+    :class:`~tqadmin.plugin.drain.DrainWindow` from successive readings, not by the plugin.
     """
 
     name: str
@@ -66,6 +71,9 @@ class QueueStats:
     delayed: int | None = None
     read_only: str | None = None
     delay_for: str | None = None
+    dlq_oldest_age_s: float | None = None
+    drain_s: float | None = None
+    growing: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +93,9 @@ class QueueStats:
             "delayed": self.delayed,
             "read_only": self.read_only,
             "delay_for": self.delay_for,
+            "dlq_oldest_age_s": self.dlq_oldest_age_s,
+            "drain_s": self.drain_s,
+            "growing": self.growing,
         }
 
 

@@ -28,12 +28,15 @@ QUEUE_MESSAGES = "tqadmin_queue_messages"  # depth: ready + in flight
 QUEUE_READY = "tqadmin_queue_ready"
 QUEUE_IN_FLIGHT = "tqadmin_queue_in_flight"
 QUEUE_DELAYED = "tqadmin_queue_delayed"  # waiting out a retry delay
-QUEUE_OLDEST_AGE = "tqadmin_queue_oldest_age_seconds"  # absent where the broker does not say, never 0
+QUEUE_OLDEST_AGE = "tqadmin_queue_oldest_age_seconds"  # of what can be taken now; absent where unknown
 QUEUE_PUBLISH_RATE = "tqadmin_queue_publish_rate"  # messages a second
 QUEUE_DELIVER_RATE = "tqadmin_queue_deliver_rate"
 QUEUE_ACK_RATE = "tqadmin_queue_ack_rate"
 QUEUE_CONSUMERS = "tqadmin_queue_consumers"
 QUEUE_DEAD_LETTERS = "tqadmin_queue_dead_letters"  # the depth of the queue's dead-letter queue
+QUEUE_DLQ_OLDEST_AGE = "tqadmin_queue_dlq_oldest_age_seconds"  # the oldest dead letter's age
+QUEUE_DRAIN = "tqadmin_queue_drain_seconds"  # time to empty at the present pace; absent when no estimate
+QUEUE_GROWING = "tqadmin_queue_growing"  # 1 when the depth rose throughout the drain window, else 0
 QUEUE_IS_DEAD_LETTER_QUEUE = "tqadmin_queue_is_dead_letter_queue"  # 1 for a queue another names as its DLQ
 QUEUE_WORKERS = "tqadmin_queue_workers"  # workers listing the queue, by state (live, dead)
 

@@ -32,6 +32,7 @@ from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.recording import (
@@ -139,6 +140,7 @@ class TqadminApp(App[None]):
         self.span_error: str | None = None
         self._span_read_at = float("-inf")
         self.board = QueueBoard()
+        self.drain = DrainWindow(clock=clock)
         self.poll_state = self._fresh_state()
         self.telemetry: TelemetryView | None = None
         self.telemetry_error: str | None = None
@@ -235,7 +237,7 @@ class TqadminApp(App[None]):
     def poll_queues(self, generation: int) -> None:
         try:
             admin = self.admin()
-            listing = admin.list_queues()
+            listing = self.drain.apply(admin.list_queues())
             self.capabilities = type(admin).capabilities
             workers, workers_error = framework_workers(admin)
         except NoDatabase as missing:  # the next poll looks again, and finds the file once it exists
@@ -398,6 +400,7 @@ class TqadminApp(App[None]):
         self.settings = settings
         self._open_store_sources()
         self.board = QueueBoard(span=self.span)
+        self.drain = DrainWindow(clock=self.clock)
         self.span_reading, self._span_read_at = None, float("-inf")
         self.poll_state = self._fresh_state()
         self.queues_changed.publish(None)

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 from tqadmin.frameworks import summarise
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import delay_queues_of
+from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import HEADER_REASON, Message, QueueStats
 from tqadmin.store.recording import SPAN_REREAD_S, SPANS, Span
 from tqadmin.tui.connect import describe_error
@@ -33,6 +34,7 @@ OPTIONAL_FIGURES = (
     ("pub", "publish_rate"),
     ("ack", "ack_rate"),
     ("oldest", "oldest_age_s"),
+    ("DLQ oldest", "dlq_oldest_age_s"),
 )
 
 
@@ -151,8 +153,10 @@ class QueueDetailScreen(QueueScreen):
                 f"  ack {shown('ack', human_rate(stats.ack_rate))}"
                 f"  oldest {shown('oldest', human_duration(stats.oldest_age_s))}"
             )
+            text.append(f"  drain {drain_text(stats, human_duration) or '-'}")
             if stats.dlq:
                 text.append(f"  DLQ {clean(stats.dlq)}: {human_count(stats.dlq_messages)}")
+                text.append(f", oldest {shown('DLQ oldest', human_duration(stats.dlq_oldest_age_s))}")
             tiers = delay_queues_of(self.tq.board.stats.values(), self.queue)
             if tiers:
                 text.append(f"\n retry delay queues ({human_count(stats.delayed)} waiting): ")
