@@ -61,7 +61,7 @@ def delay_for(seconds: float) -> int:
     return max(0, math.ceil(seconds - 1e-9))
 
 
-class SqsConsumer(LeasedConsumer):
+class SqsConsumer(LeasedConsumer[str]):
     loop_name = "the SQS consumer's loop"
     extend_batch = RECEIVE_BATCH
     transient = ()  # the receiver waits out what is transient; what it hands over ends the run

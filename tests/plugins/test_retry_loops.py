@@ -33,7 +33,7 @@ from tqadmin_sqs.queues import QueueInfo, Queues
 from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.background import PluginFault
-from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.base import BrokerConfig, Delivery
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Outcome
@@ -215,9 +215,9 @@ def test_the_redis_settler_sends_its_acks_again_through_5000_failures() -> None:
 
     keys = QueueKeys("q", "tq:q")
     consumer = RedisConsumer(RedisAway(run), keys, QueueKeys("q.dlq", "tq:q.dlq"), 1, 30.0)  # type: ignore[arg-type]
-    consumer.settle_retrying = time.retrying()
-    consumer._acks.append("1-0")
-    consumer._settle_loop()
+    consumer.settles.retrying = time.retrying()
+    consumer.settles.ack("1-0", Delivery(Message(b"{}"), "1-0"))
+    consumer.settles.send_loop(consumer.settle, consumer._drained)
     assert len(sent) == 1 and sent[0][0][2][-1] == "1-0"  # the ack went out once Redis answered
     assert len(time.waits) == FAILURES
     bounded(time.waits, RECONNECT_CAP_S)
