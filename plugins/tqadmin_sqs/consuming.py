@@ -112,8 +112,9 @@ class SqsConsumer(LeasedConsumer[str]):
     def _due(self, delivery: Delivery) -> bool:
         """Whether to hand ``delivery`` out: not once stopping (given back), nor before its not-before time
         (deferred)."""
-        if self._stop.is_set():
-            self.release([delivery])
+        if self._stop.is_set():  # from here: the settler may have flushed and ended already
+            if self.take(delivery) is not None:
+                self._receiver.give_back([delivery])
             return False
         wait_s = due_in(delivery.message)
         if wait_s <= 0:
