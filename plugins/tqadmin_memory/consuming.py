@@ -17,10 +17,10 @@ from typing import Any
 
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.leased import LeasedConsumer
-from tqadmin_memory.broker import MemoryBroker
+from tqadmin_memory.broker import MemoryBroker, Token
 
 
-class MemoryConsumer(LeasedConsumer):
+class MemoryConsumer(LeasedConsumer[Token]):
     loop_name = "the memory consumer's loop"
 
     def __init__(self, broker: MemoryBroker, queue: str, dlq: str, prefetch: int, lease_s: float) -> None:

@@ -54,7 +54,7 @@ def consumer_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class RedisConsumer(LeasedConsumer):
+class RedisConsumer(LeasedConsumer[str]):
     broker_name = "Redis"
     loop_name = "the Redis consumer's loop"
     settler = "tq-redis-acks"
@@ -202,7 +202,7 @@ class RedisConsumer(LeasedConsumer):
 
     # -- the settler thread and any thread ---------------------------------------------------------------
 
-    def settle(self, acks: Sequence[object], releases: Sequence[object]) -> None:
+    def settle(self, acks: Sequence[str], releases: Sequence[str]) -> list[str]:
         """Queued acks and give-backs in one round trip. An entry given back too late is still pending to
         us, and only another consumer would take it back: the base sends them again until they went."""
         stream = (self.keys.stream,)
@@ -212,11 +212,7 @@ class RedisConsumer(LeasedConsumer):
         if releases:
             calls.append((scripts.RELEASE, stream, (GROUP, self.name, RELEASED, *releases)))
         replies = self.conn.run(calls)
-        refused = sum(1 for ok in (replies[0] if acks else ()) if not ok)
-        if refused:
-            log.warning(
-                "%d acks refused: those entries had passed to another consumer, which runs them", refused
-            )
+        return [token for token, ok in zip(acks, replies[0] if acks else (), strict=True) if not ok]
 
     def renew(self, deliveries: Sequence[Delivery], lease_s: float) -> list[Delivery]:
         renewed = self.conn.run_one(

@@ -44,7 +44,7 @@ def new_consumer_id(kind: str) -> str:
     return f"{kind}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class SQLiteConsumer(LeasedConsumer):
+class SQLiteConsumer(LeasedConsumer[Token]):
     broker_name = "SQLite broker"
     loop_name = "the SQLite consumer's loop"
     transient = (ConnectTimeout,)  # the file stayed locked past the timeout: keep what is queued, retry

@@ -19,8 +19,9 @@ from tqadmin.plugin.sessions import HeldSession
 from tqadmin.plugin.transport import Outcome
 from tqadmin_sqs.client import translated
 from tqadmin_sqs.codec import to_message
-from tqadmin_sqs.consuming import RECEIVE_ATTRIBUTES, RECEIVE_BATCH
+from tqadmin_sqs.consuming import RECEIVE_BATCH
 from tqadmin_sqs.queues import Queues
+from tqadmin_sqs.receiving import RECEIVE_ATTRIBUTES
 from tqadmin_sqs.sending import Outgoing, Sender
 from tqadmin_sqs.settling import settle_batch
 

@@ -33,6 +33,11 @@ LATE_S = 20.0
 # the extend test's holder's lease: four times the 1 s that a loaded machine's turn once outlasted between two
 # renewals (a broker may go by the holder's own lease, not by the one an extend asks for)
 HOLD_S = 4.0
+MANY = 25  # settles at once: two of SQS's batches of ten and a short one
+RELEASED = 5
+# their lease: long enough for a loaded machine to take and settle them all, short enough that a broker
+# which lets a just-restarted server's holders renew first (Redis: two leases) gives the released back soon
+MANY_LEASE_S = 10.0
 
 
 @pytest.fixture
@@ -125,6 +130,24 @@ def test_published_messages_are_consumed_byte_for_byte_and_gone_once_acked(
     _, ours = worker.next()
     assert (ours.message.body, ours.message.id) == (BODY, "j1") and includes(ours.message.headers, {"h": "v"})
     ack_last_and_stop(harness, worker, ours, queue)
+
+
+def test_acks_and_releases_of_many_deliveries_all_land_whatever_batches_the_broker_takes(
+    harness: Harness, transport: BrokerTransport, consumers: list[Running]
+) -> None:
+    """More settles at once than one batch holds (SQS takes ten a call): the released come back once, the
+    acked are gone."""
+    bodies = [f'{{"task_type": "t", "id": "m{n}"}}'.encode() for n in range(MANY)]
+    queue = work_queue(harness, transport, bodies)
+    worker = Running(harness, queue, prefetch=MANY + 5, lease_s=MANY_LEASE_S)
+    consumers.append(worker)
+    got = [worker.next()[1] for _ in range(MANY)]
+    worker.consumer.release(got[:RELEASED])
+    assert all(worker.consumer.ack(delivery) for delivery in got[RELEASED:])
+    back = [worker.next()[1] for _ in range(RELEASED)]
+    assert sorted(d.message.body for d in back) == sorted(bodies[:RELEASED])
+    assert all(worker.consumer.ack(delivery) for delivery in back[1:])
+    ack_last_and_stop(harness, worker, back[0], queue)
 
 
 def test_retry_later_brings_the_body_back_after_the_delay_within_the_declared_precision(

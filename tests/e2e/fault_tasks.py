@@ -43,9 +43,9 @@ def _faulty(original: Callable[..., Any], busy: Callable[..., bool]) -> Callable
 
 def _inject(where: str) -> None:
     if where == "sqs-settler":
-        from tqadmin_sqs.settling import Settler
+        from tqadmin_sqs.consuming import SqsConsumer
 
-        Settler._send_one = _faulty(Settler._send_one, lambda _self, batch: batch[0].visibility_s is None)  # type: ignore[method-assign]
+        SqsConsumer.settle = _faulty(SqsConsumer.settle, lambda _self, acks, _releases: bool(acks))  # type: ignore[method-assign]
     elif where == "redis-settler":
         from tqadmin_redis.connection import Connection
 

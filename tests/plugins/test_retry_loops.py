@@ -10,7 +10,6 @@ the last one checks that a failure that is no broker's ends the consumer with th
 from __future__ import annotations
 
 import contextlib
-import queue
 import random
 import threading
 from collections.abc import Callable, Iterator
@@ -33,7 +32,7 @@ from tqadmin_sqs.queues import QueueInfo, Queues
 from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.background import PluginFault
-from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.base import BrokerConfig, Delivery
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Outcome
@@ -215,9 +214,9 @@ def test_the_redis_settler_sends_its_acks_again_through_5000_failures() -> None:
 
     keys = QueueKeys("q", "tq:q")
     consumer = RedisConsumer(RedisAway(run), keys, QueueKeys("q.dlq", "tq:q.dlq"), 1, 30.0)  # type: ignore[arg-type]
-    consumer.settle_retrying = time.retrying()
-    consumer._acks.append("1-0")
-    consumer._settle_loop()
+    consumer.settles.retrying = time.retrying()
+    consumer.settles.ack("1-0", Delivery(Message(b"{}"), "1-0"))
+    consumer.settles.send_loop(consumer.settle, consumer._drained)
     assert len(sent) == 1 and sent[0][0][2][-1] == "1-0"  # the ack went out once Redis answered
     assert len(time.waits) == FAILURES
     bounded(time.waits, RECONNECT_CAP_S)
@@ -251,12 +250,15 @@ def test_a_redis_publish_tries_each_chunk_a_few_times_with_bounded_waits_through
     assert all(0 < w <= PUBLISH_BACKOFF.cap_s for w in time.waits)
 
 
-def test_the_sqs_receiver_polls_again_through_5000_failed_receives() -> None:
+def test_the_sqs_consumer_polls_again_through_5000_failed_receives() -> None:
+    """A poll's error reaches the shared policy of the I/O turn: waited out with the capped backoff, one
+    poll out at a time, and no message handed on."""
     time = FakeTime()
     consumer: SqsConsumer
 
     def end() -> None:
         consumer.stop()
+        consumer.drained()
         raise botocore.exceptions.EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
 
     class Client:
@@ -267,10 +269,13 @@ def test_the_sqs_receiver_polls_again_through_5000_failed_receives() -> None:
     info = QueueInfo("q", "http://127.0.0.1:1/q", "arn:q", False, None, None, 262_144, 30)
     consumer = SqsConsumer(Queues(Client(), "SQS at http://127.0.0.1:1"), info, 10, 30.0)
     consumer.retrying = time.retrying()
-    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    consumer._receive_loop(inbox)
-    assert inbox.empty()  # nothing was handed on: no error either, only waits
-    assert len(time.waits) == FAILURES
+    handed: list[Delivery] = []
+    ran = threading.Thread(target=consumer.run, args=(handed.append,), daemon=True)
+    ran.start()
+    ran.join(timeout=120)
+    assert not ran.is_alive() and handed == []
+    assert Client.receive_message.calls == FAILURES + 1  # polled again after each wait, never more
+    assert len(time.waits) == FAILURES + 1  # the last, as it stopped, too (a stop cuts it short)
     bounded(time.waits, RECONNECT_CAP_S)
 
 

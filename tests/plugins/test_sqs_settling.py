@@ -1,23 +1,111 @@
-"""The SQS settler batches deletes and visibility changes, and never sits on one (a recording client)."""
+"""SQS settles through the shared leased base: its acks go in SQS's batches of ten, a batch SQS did not
+answer is sent again, and the messages whose acks wait through an outage stay hidden, renewed by the base's
+``extend``, until their deletes land (moto behind the fault endpoint of ``tests/fakes/sqs_proxy.py``)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqs_kit import poll
-from tqadmin_sqs.settling import LINGER_S, Settler
+from fakes.sqs_proxy import Answer, SqsProxy, error
+from sqs_kit import consuming, poll, transport
+from sqs_server import SqsQueues
+from tqadmin_sqs.consuming import SqsConsumer
+from tqadmin_sqs.queues import QueueInfo, Queues
 
-from tqadmin.plugin.background import Background, PluginFault
+pytestmark = pytest.mark.sqs
+
+LEASE_S = 6.0  # the messages' visibility: the outage below outlasts it twice
+OUTAGE_S = 15.0
+RENEW_EVERY_S = 1.0  # what the worker's monitor does, at a sixth of the lease
+
+
+@pytest.fixture
+def proxy(sqs_env: str) -> Iterator[SqsProxy]:
+    endpoint = SqsProxy(sqs_env)
+    yield endpoint
+    endpoint.close()
+
+
+class Outage:
+    """DeleteMessageBatch answered with HTTP 500 while ``on`` (botocore's retries included), forwarded
+    otherwise: renewals and receives go on, as when one kind of call fails on SQS's side."""
+
+    def __init__(self, proxy: SqsProxy, failures: int | None = None) -> None:
+        self.on = True
+        self.failures = failures  # the calls that fail, if not until healed
+        self.failed = 0
+        proxy.hooks["DeleteMessageBatch"] = self.hook
+
+    def hook(self, _payload: dict[str, Any]) -> Answer | None:
+        if not self.on or (self.failures is not None and self.failed >= self.failures):
+            return None
+        self.failed += 1
+        return error("InternalError", "we encountered an internal error", 500)
+
+
+def deleted(proxy: SqsProxy) -> list[int]:
+    """The size of each DeleteMessageBatch the endpoint saw."""
+    return [len(p["Entries"]) for name, p in proxy.calls if name == "DeleteMessageBatch"]
+
+
+def test_acks_go_in_batches_of_ten(proxy: SqsProxy, sqs_queues: SqsQueues) -> None:
+    q = sqs_queues.create("batched")
+    sqs_queues.send_jobs(q, 23)
+    with transport(proxy.endpoint) as t, consuming(t, q, prefetch=30) as running:
+        for delivery in running.wait_for(23):
+            assert running.consumer.ack(delivery)
+        poll(lambda: sqs_queues.depth(q) == 0, 60, "every ack to land")
+    sizes = deleted(proxy)
+    assert sum(sizes) == 23 and max(sizes) <= 10
+    assert len(sizes) < 23  # batched, not one call an ack
+
+
+def test_a_failed_settle_is_sent_again_until_sqs_takes_it(proxy: SqsProxy, sqs_queues: SqsQueues) -> None:
+    q = sqs_queues.create("resent")
+    sqs_queues.send_jobs(q, 3)
+    outage = Outage(proxy, failures=6)  # more than botocore's own tries of one call
+    with transport(proxy.endpoint) as t, consuming(t, q, prefetch=10) as running:
+        for delivery in running.wait_for(3):
+            assert running.consumer.ack(delivery)
+        poll(lambda: sqs_queues.depth(q) == 0, 120, "the acks to land after the failures")
+    assert outage.failed == 6 and sum(deleted(proxy)) > 3  # sent again, not dropped
+
+
+def test_an_outage_mid_batch_loses_no_settle_and_the_acked_stay_hidden_until_it_ends(
+    proxy: SqsProxy, sqs_queues: SqsQueues
+) -> None:
+    q = sqs_queues.create("outage")
+    sqs_queues.send_jobs(q, 25)
+    outage = Outage(proxy)
+    came_back: list[int] = []
+    with transport(proxy.endpoint) as t, consuming(t, q, prefetch=30, lease_s=LEASE_S) as running:
+        got = running.wait_for(25)
+        for delivery in got[:10]:  # a full batch goes at once, into the outage
+            assert running.consumer.ack(delivery)
+        poll(lambda: outage.failed > 0, 60, "the first batch to fail")
+        for delivery in got[10:]:  # and the rest are acked while it lasts
+            assert running.consumer.ack(delivery)
+        ends = time.monotonic() + OUTAGE_S
+        while time.monotonic() < ends:  # the worker's monitor: renew what is held, acks in flight too
+            assert running.consumer.extend([], LEASE_S) == []
+            came_back.append(sqs_queues.visible(q))
+            time.sleep(RENEW_EVERY_S)
+        outage.on = False
+        poll(lambda: sqs_queues.depth(q) == 0, 120, "every ack to land once the outage ended")
+        assert len(running.deliveries) == 25  # none came back to this consumer either
+    assert set(came_back) == {0}  # no acked message became visible to another consumer meanwhile
+    assert outage.failed >= 2 and sum(deleted(proxy)) > 25  # failed batches sent again
 
 
 class Recording:
-    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+    """A client that answers settles at once, refusing some receipts, and notes the calls in order."""
+
+    def __init__(self, refuse: frozenset[str]) -> None:
         self.calls: list[tuple[str, list[str]]] = []
-        self.visibilities: dict[str, int] = {}  # receipt -> the visibility timeout it was given
         self.refuse = refuse
         self.lock = threading.Lock()
 
@@ -37,83 +125,12 @@ class Recording:
         return self._answer("delete", Entries)
 
     def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        self.visibilities.update((e["ReceiptHandle"], e["VisibilityTimeout"]) for e in Entries)
         return self._answer("visibility", Entries)
 
 
-def test_a_lone_ack_goes_out_after_the_linger_not_when_nine_more_come() -> None:
-    client = Recording()
-    settler = Settler(client, "SQS", "url", "q")
-    settler.delete("r1")
-    poll(lambda: client.calls, 60, "the lone ack")  # sent alone after its linger: nothing else comes
-    time.sleep(LINGER_S * 6)
-    assert client.calls == [("delete", ["r1"])]
-    settler.close()
-
-
-def test_many_acks_go_in_batches_of_ten_and_close_sends_the_rest() -> None:
-    client = Recording()
-    settler = Settler(client, "SQS", "url", "q")
-    for i in range(23):
-        settler.delete(f"r{i}")
-    settler.change_visibility(["v1", "v2"], 0)
-    settler.close()
-    deletes = [receipts for name, receipts in client.calls if name == "delete"]
-    assert sorted(r for batch in deletes for r in batch) == sorted(f"r{i}" for i in range(23))
-    assert max(len(b) for b in deletes) == 10 and len(deletes) <= 4
-    assert ("visibility", ["v1", "v2"]) in client.calls
-
-
-def test_a_waiting_delete_says_whether_sqs_took_it() -> None:
+def test_a_settle_gives_back_the_releases_then_deletes_the_acks_and_names_the_refused() -> None:
     client = Recording(refuse=frozenset({"stale"}))
-    settler = Settler(client, "SQS", "url", "q")
-    assert settler.delete("fresh", wait=True) is True
-    assert settler.delete("stale", wait=True) is False
-    settler.close()
-
-
-class Broken(Recording):
-    """A client whose every call raises what no driver raises: the settler thread's death."""
-
-    def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
-        raise RuntimeError("a bug in the settler's path")
-
-    change_message_visibility_batch = delete_message_batch
-
-
-def finishes(call: Callable[[], object]) -> list[object]:
-    """Run ``call`` in a thread; what it returned, once it has (a hang fails the test, however slow)."""
-    result: list[object] = []
-    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "hung waiting for a dead settler"
-    return result
-
-
-def test_each_visibility_change_keeps_its_own_timeout_in_a_shared_batch() -> None:
-    """A FIFO copy deferred for 300 s and a release (0 s) in one batch: each keeps its own visibility."""
-    client = Recording()
-    settler = Settler(client, "SQS", "url", "q")
-    settler.change_visibility(["early-copy"], 300)
-    settler.change_visibility(["released-1", "released-2"], 0)
-    settler.close()
-    assert sorted(client.visibilities.items()) == [("early-copy", 300), ("released-1", 0), ("released-2", 0)]
-
-
-def test_a_settler_thread_that_died_is_reported_to_its_owner_and_never_hangs_a_waiting_delete() -> None:
-    background = Background()
-    settler = Settler(Broken(), "SQS", "url", "q", background)
-    assert finishes(lambda: settler.delete("r1", wait=True)) == [False]
-    assert isinstance(background.fault, PluginFault)
-    assert "tq-sqs-settle died: RuntimeError: a bug in the settler's path" in str(background.fault)
-    with pytest.raises(PluginFault):
-        background.check()
-    assert finishes(lambda: settler.delete("r2", wait=True)) == [False]  # after the death, too
-
-
-def test_closing_a_settler_whose_thread_died_returns() -> None:
-    settler = Settler(Broken(), "SQS", "url", "q")
-    settler.delete("r1")
-    finishes(lambda: settler.delete("r2", wait=True))
-    finishes(settler.close)
+    info = QueueInfo("q", "http://127.0.0.1:1/q", "arn:q", False, None, None, 262_144, 30)
+    consumer = SqsConsumer(Queues(client, "SQS"), info, 10, 30.0)
+    assert consumer.settle(["fresh", "stale"], ["back"]) == ["stale"]
+    assert client.calls == [("visibility", ["back"]), ("delete", ["fresh", "stale"])]

@@ -14,9 +14,10 @@ from tqadmin.backoff import RECONNECT_CAP_S, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.background import PluginFault
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LOST_KEPT, SETTLE_TRIES_WHEN_DRAINED, LeasedConsumer
+from tqadmin.plugin.leased import LOST_KEPT, LeasedConsumer
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.settling import TRIES_WHEN_DRAINED
 
 
 class Clock:
@@ -35,7 +36,7 @@ class Clock:
         return Retrying(reconnect_backoff(random.Random(3)), sleep=self.sleep, clock=self)
 
 
-class Tiny(LeasedConsumer):
+class Tiny(LeasedConsumer[str]):
     """A broker of numbered tokens: ``ready`` is what the next fetch brings; renewals and settles recorded."""
 
     broker_name = "tiny"
@@ -47,7 +48,7 @@ class Tiny(LeasedConsumer):
         self.ready: list[Delivery] = []
         self.refuse: set[object] = set()
         self.renewed: list[list[object]] = []
-        self.sent: list[tuple[list[object], list[object]]] = []
+        self.sent: list[tuple[list[str], list[str]]] = []
         self.fetch_error: BaseException | None = None
         self.renew_error: BaseException | None = None
         self.settle_error: BaseException | None = None
@@ -74,10 +75,15 @@ class Tiny(LeasedConsumer):
         self.renewed.append([d.token for d in deliveries])
         return [d for d in deliveries if d.token in self.refuse]
 
-    def settle(self, acks: Sequence[object], releases: Sequence[object]) -> None:
+    def settle(self, acks: Sequence[str], releases: Sequence[str]) -> set[str]:
         if self.settle_error is not None:
             raise self.settle_error
         self.sent.append((list(acks), list(releases)))
+        return {t for t in acks if t in self.refuse}
+
+    def settle_loop(self) -> None:
+        """What the settler thread runs, in the test's thread."""
+        self.settles.send_loop(self.settle, self._drained)
 
     def retry_later(self, delivery: Delivery, delay_s: float, headers: Mapping[str, Any]) -> bool:
         return self.take(delivery) is not None
@@ -161,8 +167,8 @@ def test_a_delivery_whose_ack_waits_to_be_sent_is_renewed_until_the_broker_answe
     consumer.ack(second)
     consumer.settle_error = Unreachable("tiny cannot be reached")
     consumer.drained()
-    consumer.settle_retrying = Clock().retrying()
-    consumer._settle_loop()  # fails until given up after the drain: no longer renewed either
+    consumer.settles.retrying = Clock().retrying()
+    consumer.settle_loop()  # fails until given up after the drain: no longer renewed either
     consumer.renewed.clear()
     assert consumer.extend([], 10.0) == [] and consumer.renewed == []
 
@@ -234,13 +240,13 @@ def test_the_settler_thread_sends_batches_and_the_run_ends_once_it_flushed() -> 
 def test_settles_that_keep_failing_are_retried_with_capped_backoff_and_given_up_after_the_drain() -> None:
     clock = Clock()
     consumer = Settled(clock)
-    consumer.settle_retrying = clock.retrying()
+    consumer.settles.retrying = clock.retrying()
     (delivery,) = held(consumer, 1)
     consumer.ack(delivery)
     consumer.settle_error = ConnectTimeout("tiny did not answer")
     consumer.drained()
-    consumer._settle_loop()
-    assert consumer.sent == [] and len(clock.waits) == SETTLE_TRIES_WHEN_DRAINED
+    consumer.settle_loop()
+    assert consumer.sent == [] and len(clock.waits) == TRIES_WHEN_DRAINED
     with consumer.queued() as (acks, _releases):
         assert acks == []  # given up: that job runs again
 

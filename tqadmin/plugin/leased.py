@@ -11,8 +11,10 @@ loudly). :class:`LeasedConsumer` keeps it in one place:
   prefetch until :meth:`~LeasedConsumer.take` takes it back to settle it;
 - renewal through :meth:`~LeasedConsumer.extend`, in the plugin's batch size, and the deliveries found lost
   (remembered, so a later renewal says so again rather than pretending they were settled);
-- queued acks and releases, sent by a settler thread of the base (one round trip per batch, again with
-  backoff after a failure) or drained by the plugin's own I/O turn (:meth:`~LeasedConsumer.queued`);
+- queued acks and releases (:class:`~tqadmin.plugin.settling.Settles`), sent by a settler thread of the
+  base in the plugin's batch size, after its linger, again with backoff after a failure, or drained by the
+  plugin's own I/O turn (:meth:`~LeasedConsumer.queued`); an ack whose caller must know waits for the
+  broker's answer (:meth:`~LeasedConsumer.ack_answered`);
 - the I/O loop: :meth:`~LeasedConsumer.fetch` each turn, the plugin's transient errors waited out with
   :class:`~tqadmin.plugin.retrying.Retrying` (the capped :mod:`tqadmin.backoff`), its fatal ones ending the
   run, and the end of a run once stopped, drained and flushed;
@@ -25,25 +27,29 @@ The contract the worker sees is :class:`~tqadmin.plugin.transport.Consumer`'s, u
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
+from typing import ClassVar, Generic, TypeVar, cast
 
 from tqadmin.errors import NotAuthorized, TqadminError
 from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.settling import Settles
 from tqadmin.plugin.transport import Consumer
 
 log = logging.getLogger("tqadmin.worker")
 
 LOST_KEPT = 10_000  # lost tokens remembered (the latest), so a renewal reports them again
 PAUSE_S = 0.25  # the longest an idle turn waits before looking again (a settle, stop or drain wakes it)
-SETTLE_TRIES_WHEN_DRAINED = 5  # after the drain, settles that keep failing are given up (those jobs rerun)
+
+T = TypeVar("T")
+"""The broker's token of a delivery (a receipt, an entry id, a lease): the base is generic in it, as
+:class:`~tqadmin.plugin.sessions.HeldSession` is."""
 
 
 class _Lease:
@@ -56,7 +62,7 @@ class _Lease:
         self.deadline = deadline
 
 
-class LeasedConsumer(Consumer):
+class LeasedConsumer(Consumer, Generic[T]):
     """The bookkeeping of a consumer on a leased broker. A plugin implements :meth:`fetch` and
     :meth:`renew` (and :meth:`settle` when it names a :attr:`settler`), ``retry_later`` and ``dead_letter``,
     and the hooks where its broker differs; everything else is here."""
@@ -69,6 +75,11 @@ class LeasedConsumer(Consumer):
     """The name of the thread that sends queued acks and releases through :meth:`settle`; ``None`` when the
     plugin drains them itself (in :meth:`fetch`, through :meth:`queued`) or settles at once."""
     settle_batch: ClassVar[int] = 1000
+    """The most acks (and as many releases) one :meth:`settle` sends."""
+    settle_linger_s: ClassVar[float] = 0.0
+    """How long a queued settle may wait for others to fill its batch before the settler sends it."""
+    settle_wait_s: ClassVar[float] = 120.0
+    """The longest :meth:`ack_answered` waits for the broker's answer (its client's retries, and more)."""
     extend_batch: ClassVar[int] = 1000
     transient: ClassVar[tuple[type[Exception], ...]] = (TqadminError,)
     """Errors of :meth:`fetch` that are waited out with backoff; any other ends the run."""
@@ -83,17 +94,19 @@ class LeasedConsumer(Consumer):
         self.lease_s = lease_s
         self.safety_s = safety_s
         self._cond = threading.Condition()
-        self._held: dict[object, _Lease] = {}  # token -> what is handed out and not settled or lost
-        self._lost: dict[object, None] = {}  # tokens found passed to another consumer (the latest LOST_KEPT)
-        self._acks: list[object] = []  # tokens queued to be acked
-        self._acking: dict[object, Delivery] = {}  # acks queued or in flight, renewed until confirmed
-        self._releases: list[object] = []  # tokens queued to be given back
+        self._held: dict[T, _Lease] = {}  # token -> what is handed out and not settled or lost
+        self._lost: dict[T, None] = {}  # tokens found passed to another consumer (the latest LOST_KEPT)
+        self.settles: Settles[T] = Settles(
+            self._cond,
+            batch=self.settle_batch,
+            linger_s=self.settle_linger_s,
+            wait_s=self.settle_wait_s,
+            broker_name=self.broker_name,
+        )
         self._stop = threading.Event()
         self._drained = threading.Event()
-        self._settled = threading.Event()  # the settler has sent everything and ended
         self.background = Background(self.stop)
         self.retrying = Retrying(sleep=self._pause_for)  # the I/O loop's; a stop cuts it short
-        self.settle_retrying = Retrying()  # the settler's: it goes on sending after a stop
 
     # -- what a plugin writes --------------------------------------------------------------------------
 
@@ -108,9 +121,10 @@ class LeasedConsumer(Consumer):
         """Extend the leases of up to :attr:`extend_batch` deliveries held; returns those the broker refused
         (passed to another consumer). Raise a ``TqadminError`` when the broker cannot say."""
 
-    def settle(self, acks: Sequence[object], releases: Sequence[object]) -> None:
-        """Send one batch of queued acks and releases (tokens), from the :attr:`settler` thread; raise a
-        ``TqadminError`` to have them sent again after a backoff."""
+    def settle(self, acks: Sequence[T], releases: Sequence[T]) -> Collection[T]:
+        """Send one batch of queued acks and releases (tokens, at most :attr:`settle_batch` of each), from
+        the :attr:`settler` thread; returns the acks the broker refused (passed to another consumer). Raise
+        a ``TqadminError`` to have them sent again after a backoff."""
         raise NotImplementedError(f"{type(self).__name__} names a settler thread but sends nothing")
 
     def within(self, delivery: Delivery, deadline: float) -> bool:
@@ -133,7 +147,7 @@ class LeasedConsumer(Consumer):
 
     def run(self, on_message: Callable[[Delivery], None]) -> None:
         if self.settler is not None:
-            self.background.start(self.settler, self._settle_loop)
+            self.background.start(self.settler, lambda: self.settles.send_loop(self.settle, self._drained))
         try:
             with self.background.io_loop(self.loop_name):
                 self.opened()
@@ -164,9 +178,9 @@ class LeasedConsumer(Consumer):
         if not (self._stop.is_set() and self._drained.is_set()):
             return False
         if self.settler is not None:
-            return self._settled.is_set()
+            return self.settles.settled.is_set()
         with self._cond:
-            return not (self._acks or self._releases)
+            return not self.settles.queued()
 
     def _pause_for(self, seconds: float) -> None:
         """A backoff's wait: cut short by a stop; waited in full once stopping (the drain goes on)."""
@@ -178,7 +192,7 @@ class LeasedConsumer(Consumer):
     def pause(self, timeout_s: float = PAUSE_S) -> None:
         """Wait until a settle, a stop or a drain may have given the I/O turn something to do."""
         with self._cond:
-            queued = self.settler is None and bool(self._acks or self._releases)
+            queued = self.settler is None and self.settles.queued()
             if not (queued or (self._stop.is_set() and self._drained.is_set())):
                 self._cond.wait(timeout_s)
 
@@ -190,73 +204,17 @@ class LeasedConsumer(Consumer):
     def hold(self, deliveries: Sequence[Delivery], deadline: float) -> None:
         """Count ``deliveries`` as held until ``deadline`` (``time.monotonic()``)."""
         with self._cond:
-            self._held.update((d.token, _Lease(d, deadline)) for d in deliveries)
+            self._held.update((self.token(d), _Lease(d, deadline)) for d in deliveries)
 
     def holding(self) -> list[Delivery]:
         """The deliveries held now (what a clean end gives back)."""
         with self._cond:
             return [lease.delivery for lease in self._held.values()]
 
-    @contextlib.contextmanager
-    def queued(self, limit: int | None = None) -> Iterator[tuple[list[object], list[object]]]:
-        """The queued acks and releases (tokens), taken off the queue; put back in front if the block
-        fails, so that they are sent on a later turn."""
-        acks, releases = self._dequeue(limit)
-        try:
-            yield acks, releases
-        except BaseException:
-            self._requeue(acks, releases)
-            raise
-        self._acked(acks)
-
-    def _dequeue(self, limit: int | None) -> tuple[list[object], list[object]]:
-        """Up to ``limit`` queued acks and as many releases, off the queue."""
-        with self._cond:
-            acks, releases = self._acks[:limit], self._releases[:limit]
-            del self._acks[: len(acks)], self._releases[: len(releases)]
-        return acks, releases
-
-    def _acked(self, acks: Sequence[object]) -> None:
-        """Acks the broker answered (taken or refused): no longer renewed."""
-        with self._cond:
-            for token in acks:
-                self._acking.pop(token, None)
-
-    def _requeue(self, acks: list[object], releases: list[object]) -> None:
-        """Put settles that did not go through back in front of the queue."""
-        with self._cond:
-            self._acks[:0] = acks
-            self._releases[:0] = releases
-
-    # -- the settler thread ---------------------------------------------------------------------------
-
-    def _settle_loop(self) -> None:
-        """Send queued acks and releases in batches, again after a failure until they went through: a
-        delivery given back too late is still ours, and only its lease's end would free it."""
-        while True:
-            with self._cond:
-                while not self._acks and not self._releases and not self._drained.is_set():
-                    self._cond.wait(0.5)
-                if self._drained.is_set() and not self._acks and not self._releases:
-                    self._settled.set()
-                    return
-            acks, releases = self._dequeue(self.settle_batch)
-            try:
-                self.settle(acks, releases)
-            except TqadminError as exc:
-                delay = self.settle_retrying.failed()
-                if self._drained.is_set() and self.settle_retrying.failures > SETTLE_TRIES_WHEN_DRAINED:
-                    log.warning(
-                        "%s: %s; %d acks not sent (those jobs run again)", self.broker_name, exc, len(acks)
-                    )
-                    self._acked(acks)
-                    continue
-                self._requeue(acks, releases)
-                log.warning("%s: %s; acks are sent again shortly", self.broker_name, exc)
-                self.settle_retrying.wait(delay)
-                continue
-            self._acked(acks)
-            self.settle_retrying.succeeded()
+    def queued(self, limit: int | None = None) -> AbstractContextManager[tuple[list[T], list[T]]]:
+        """The queued acks and releases (tokens), taken off the queue, for a plugin that sends them in its
+        own I/O turn; put back in front if the block fails, so that they are sent on a later turn."""
+        return self.settles.draining(limit)
 
     # -- any thread -----------------------------------------------------------------------------------
 
@@ -272,7 +230,11 @@ class LeasedConsumer(Consumer):
             self._cond.notify_all()
         self.wake()
 
-    def take(self, delivery: Delivery) -> object | None:
+    def token(self, delivery: Delivery) -> T:
+        """``delivery``'s token, as the plugin's :meth:`hold` recorded it."""
+        return cast(T, delivery.token)
+
+    def take(self, delivery: Delivery) -> T | None:
         """The delivery's token if it is still this consumer's to settle, no longer counted as held (its
         settlement follows); ``None`` when it was settled already or its lease ended. The I/O turn is
         woken: the window has room again."""
@@ -281,22 +243,22 @@ class LeasedConsumer(Consumer):
             self._cond.notify_all()
         return token
 
-    def _unhold(self, delivery: Delivery) -> object | None:
+    def _unhold(self, delivery: Delivery) -> T | None:
         """:meth:`take` without waking the I/O turn, for a settle that queues the token and wakes it once
         (two wake-ups an ack cost a write transaction each: one to claim into the slot, one for the ack)."""
         with self._cond:
-            lease = self._held.pop(delivery.token, None)
+            lease = self._held.pop(self.token(delivery), None)
         if lease is None:
             return None
         if self.lease_ends_with_deadline and not self.within(delivery, lease.deadline):
             return None
-        return delivery.token
+        return self.token(delivery)
 
     def alive(self, delivery: Delivery) -> bool:
         """Held and within its lease: ours. Past its deadline: gone where leases end by themselves (its
         slot freed); elsewhere the broker is asked, renewing it if it is still ours."""
         with self._cond:
-            lease = self._held.get(delivery.token)
+            lease = self._held.get(self.token(delivery))
         if lease is None:
             return False
         if self.within(delivery, lease.deadline):
@@ -307,22 +269,31 @@ class LeasedConsumer(Consumer):
         return not self.extend([delivery], self.lease_s)
 
     def ack(self, delivery: Delivery) -> bool:
+        """Queue the ack (sent in the next batch): whether the delivery was still ours to ack."""
         token = self._unhold(delivery)
-        with self._cond:
-            if token is not None:
-                self._acks.append(token)
-                self._acking[token] = delivery
-            self._cond.notify_all()  # the settle to send, or at least the slot freed
         if token is None:
+            with self._cond:
+                self._cond.notify_all()  # at least the slot freed
             return False
+        self.settles.ack(token, delivery)
         self.wake()
         return True
 
+    def ack_answered(self, delivery: Delivery) -> bool:
+        """Ack and wait for the broker's answer (its batch goes at once), at most :attr:`settle_wait_s`:
+        whether it took the ack. For an original whose copy was stored: ``False`` says it may come back."""
+        token = self._unhold(delivery)
+        if token is None:
+            with self._cond:
+                self._cond.notify_all()
+            return False
+        answer = self.settles.ack(token, delivery)
+        self.wake()
+        return self.settles.wait(answer, self.background)
+
     def release(self, deliveries: Sequence[Delivery]) -> None:
         tokens = [t for t in map(self._unhold, deliveries) if t is not None]
-        with self._cond:
-            self._releases.extend(tokens)
-            self._cond.notify_all()  # the releases to send, or at least the slots freed
+        self.settles.release(tokens)  # wakes the settler, or at least says the slots are free
         if tokens:
             self.wake()
 
@@ -335,9 +306,9 @@ class LeasedConsumer(Consumer):
         the broker was away keeps its entry until the ack lands, rather than leave it to idle past its lease
         and run again elsewhere. What the broker says of those is not reported: the ack will tell."""
         with self._cond:
-            leases = [(d, self._held.get(d.token)) for d in deliveries]
-            lost = [d for d, lease in leases if lease is None and d.token in self._lost]
-            acking = list(self._acking.values())
+            leases = [(d, self._held.get(self.token(d))) for d in deliveries]
+            lost = [d for d, lease in leases if lease is None and self.token(d) in self._lost]
+        acking = self.settles.acking()
         live: list[Delivery] = []
         for delivery, lease in leases:
             if lease is not None:
@@ -354,7 +325,7 @@ class LeasedConsumer(Consumer):
                 continue
             with self._cond:
                 for delivery in batch:
-                    lease = self._held.get(delivery.token)
+                    lease = self._held.get(self.token(delivery))
                     if lease is None:
                         continue  # settled while the renewal ran: not lost
                     if id(delivery) in refused:
@@ -368,8 +339,8 @@ class LeasedConsumer(Consumer):
         """No longer ours: their slots freed, their tokens remembered as lost."""
         with self._cond:
             for delivery in deliveries:
-                if self._held.pop(delivery.token, None) is not None:
-                    self._lost[delivery.token] = None
+                if self._held.pop(self.token(delivery), None) is not None:
+                    self._lost[self.token(delivery)] = None
             while len(self._lost) > LOST_KEPT:
                 del self._lost[next(iter(self._lost))]
             self._cond.notify_all()
