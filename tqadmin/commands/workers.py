@@ -21,6 +21,8 @@ from tqadmin.plugin.workers import CurrentJob, ForeignWorker
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
+from tqadmin.telemetry.progress import progress_json
+from tqadmin.telemetry.wedged import Verdict, judge_all
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +37,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if len(failures) == sources:  # nothing could be read: the first failure's own exit code (3, 4)
         raise failures[0][1]
     unreadable = [f"{what}: {mask_text(str(exc))}" for what, exc in failures] + unreadable
-    workers = [own_worker(record) for record in records] + [foreign_json(w) for w in foreign]
+    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], ctx.settings.wedged)
+    own = [own_worker(record, verdict) for record, verdict in zip(records, verdicts, strict=True)]
+    workers = own + [foreign_json(w) for w in foreign]
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
@@ -78,9 +82,11 @@ def _framework_workers(
     return list(reading.workers), [mask_text(what) for what in reading.unreadable]
 
 
-def own_worker(record: WorkerRecord) -> dict[str, Any]:
+def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:
     snapshot = record.snapshot
     counts = snapshot.totals().counts()
+    progress = snapshot.progress
+    now = snapshot.heartbeat_at + max(record.age_s, 0.0)
     return {
         "name": snapshot.worker_id,
         "id": snapshot.worker_id,
@@ -98,6 +104,11 @@ def own_worker(record: WorkerRecord) -> dict[str, Any]:
         "started_at": iso(snapshot.started_at),
         **counts,
         "counts": counts,
+        "wedged": verdict.wedged,
+        "wedged_reason": verdict.reason,
+        "progress": None if progress is None else progress_json(progress, now),
+        "restarts": snapshot.restarts,
+        "watchdog_restarts": snapshot.watchdog_restarts,
     }
 
 
@@ -119,6 +130,8 @@ def foreign_json(worker: ForeignWorker) -> dict[str, Any]:
         "current_jobs": [job.id for job in jobs],
         "current_tasks": [job_json(job) for job in jobs],
         "started_at": iso(worker.started_at) if worker.started_at is not None else None,
+        "wedged": None,
+        "wedged_reason": None,
     }
 
 
@@ -138,13 +151,13 @@ def describe(workers: list[dict[str, Any]]) -> str:
         [
             w["name"],
             w["framework"],
-            {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
+            "wedged" if w["wedged"] else {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
             "-" if w["heartbeat_age_s"] is None else round(w["heartbeat_age_s"], 1),
             ",".join(w["queues"]),
             current_text(w["current_tasks"]) if w["current_tasks"] else w["state"] or "-",
             w.get("done", "-"),
             w.get("failed", "-"),
-            w["dead_reason"] or "",
+            w["dead_reason"] or (w["wedged_reason"] if w["wedged"] else "") or "",
         ]
         for w in workers
     ]
@@ -157,7 +170,7 @@ def describe(workers: list[dict[str, Any]]) -> str:
         "current jobs",
         "done",
         "failed",
-        "why dead",
+        "why dead or wedged",
     ]
     return table(headers, rows)
 

@@ -55,6 +55,7 @@ from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import Telemetry
+from tqadmin.telemetry.progress import Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 __all__ = ["Worker", "WorkerSettings"]
@@ -104,6 +105,7 @@ class Worker:
         self._intake: Intake | None = None
         self._trouble = Trouble(self._stopping, self.request_stop)
         self._heartbeat = Heartbeat(self._trips, self.snapshot, settings.heartbeat_s)
+        self._intake_turn_at: float | None = None  # the consumer's I/O loop's last turn (epoch s)
 
     @property
     def failure(self) -> Exception | None:
@@ -157,6 +159,7 @@ class Worker:
             stopping=self._stopping,
         )
         consumer.watch_lost(intake.deliveries_lost)
+        consumer.watch_turns(self._turned)
         self._consumer, self._intake = consumer, intake
         for _ in range(s.concurrency):
             self._spawn(intake.serve)
@@ -228,6 +231,19 @@ class Worker:
             self._threads.append(thread)
         thread.start()
 
+    def _turned(self) -> None:
+        """The intake (I/O) loop turned: noted for the heartbeat (one store of a float, in the I/O thread)."""
+        self._intake_turn_at = time.time()
+
+    def progress(self) -> Progress:
+        """What the heartbeat says of this worker's progress (:mod:`tqadmin.telemetry.progress`)."""
+        return Progress(
+            threads=self.settings.concurrency,
+            busy=self._running.busy(),
+            intake_turn_at=self._intake_turn_at,
+            last_completion_at=self._running.last_end_at,
+        )
+
     def snapshot(self) -> WorkerSnapshot:
         """This worker now: what its heartbeat carries and its metrics endpoint serves."""
         return WorkerSnapshot(
@@ -242,4 +258,5 @@ class Worker:
             store_round_trips=0 if self._trips is None else self._trips.count,
             restarts=self.restarts,
             folded_task_types=self.telemetry.folded,
+            progress=self.progress(),
         )
