@@ -45,6 +45,7 @@ from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
+from tqadmin.pipeline.pulse import Pulse
 from tqadmin.pipeline.running import Runner, Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
@@ -74,9 +75,13 @@ class Worker:
         rng: random.Random | None = None,
         restarts: int = 0,
         ledger: RunLedger | None = None,
+        pulse: Pulse | None = None,
+        watchdog_restarts: int = 0,
     ) -> None:
         self.settings = settings
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
+        self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
+        self._pulse = pulse  # the intake loop's turns, for its supervisor's watchdog (--watchdog)
         # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
         self._ledger = ledger
         if ledger is not None:
@@ -232,8 +237,11 @@ class Worker:
         thread.start()
 
     def _turned(self) -> None:
-        """The intake (I/O) loop turned: noted for the heartbeat (one store of a float, in the I/O thread)."""
+        """The intake (I/O) loop turned: noted for the heartbeat and the supervisor's watchdog (a float
+        stored in each, in the I/O thread)."""
         self._intake_turn_at = time.time()
+        if self._pulse is not None:
+            self._pulse.beat()
 
     def progress(self) -> Progress:
         """What the heartbeat says of this worker's progress (:mod:`tqadmin.telemetry.progress`)."""
@@ -259,4 +267,5 @@ class Worker:
             restarts=self.restarts,
             folded_task_types=self.telemetry.folded,
             progress=self.progress(),
+            watchdog_restarts=self.watchdog_restarts,
         )
