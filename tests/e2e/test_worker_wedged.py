@@ -92,14 +92,10 @@ def test_a_worker_whose_threads_all_block_past_the_limit_is_wedged_with_why(
 
     worker, detected_s = until_wedged(tq_json, sqlite_pipeline, config, consistent)
     reason = worker["wedged_reason"]
-    assert "all 2 job threads busy past their usual run time" in reason, reason
-    assert (
-        "block job tqe_" in reason
-        and "no run of it finished yet" in reason
-        and "no run finished yet" in reason
-    )
+    assert "all 2 job threads stuck; the latest: block job tqe_" in reason, reason
+    assert "no run of it finished yet" in reason and reason.endswith("; no run ended yet"), reason
     assert worker["progress"]["threads"] == 2 and worker["progress"]["last_completion_age_s"] is None
-    assert detected_s >= LIMIT_S - 1.0  # never before the limit (the jobs started at most ~1 s earlier)
+    assert detected_s >= LIMIT_S - 2.0  # never before the limit (the jobs started a poll or so earlier)
     release.touch()
     until_moving(tq_json, sqlite_pipeline, config)
     with capsys.disabled():

@@ -4,6 +4,8 @@ so once per outage and once on recovery, and outlives any answer."""
 from __future__ import annotations
 
 import logging
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
+from tqadmin.telemetry.progress import BusyThread, Progress
+from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 ORDERS = QueueStats(name="orders", messages=4, ready=3, unacked=1, consumers=2)
 
@@ -106,3 +110,19 @@ def test_a_read_only_profile_writes_no_history(isolated_env: Path) -> None:
     history = open_history(settings.store_url, access=Access.READ)
     assert history.queue_history("default", "orders", TIERS[0]) == []
     history.close()
+
+
+def test_a_live_worker_stuck_past_its_limits_is_counted_wedged(isolated_env: Path) -> None:
+    """Its heartbeat is fresh; its one job thread has been busy for an hour on a task type never finished."""
+    settings = resolve(Overrides())
+    store = open_store(settings.store_url)
+    now = time.time()
+    stuck = Progress(1, (BusyThread("j1", "resize", now - 3600),), now, None)
+    moving = Progress(1, (), now, now)
+    for name, progress in (("stuck", stuck), ("moving", moving)):
+        store.beat(WorkerSnapshot(name, "h", 1, ("orders",), now - 7200, now, progress=progress), 60)
+    store.close()
+    poller = poller_for(ScriptedAdmin((ORDERS,)))
+    poller.poll()
+    poller.close()
+    assert poller.reading().wedged == Counter(tqadmin=1)

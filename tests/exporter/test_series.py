@@ -212,3 +212,19 @@ def test_another_frameworks_task_names_past_its_listeners_cap_are_summed_as_othe
     served = {labels["task_type"] for name, labels, _ in samples if name == names.TASK_RUNS}
     assert len(served) == MAX_TASK_TYPES + 1 and OTHER_TASKS in served
     assert (names.TASK_TYPES_FOLDED, {"profile": "rabbit", "framework": "celery"}, 27) in samples
+
+
+def test_wedged_workers_are_counted_by_framework_with_no_per_worker_label() -> None:
+    reading = Reading(
+        "redis",
+        queues=(),
+        workers=Counter(live=3),
+        framework_workers=Counter({("rq", "live"): 2}),
+        wedged=Counter({"tqadmin": 1}),
+        up=True,
+    )
+    served = [(labels, value) for name, labels, value in scrape([reading]) if name == names.WORKERS_WEDGED]
+    assert served == [
+        ({"profile": "redis", "framework": "rq"}, 0),
+        ({"profile": "redis", "framework": "tqadmin"}, 1),
+    ]

@@ -43,9 +43,11 @@ def test_all_threads_past_their_limit_is_wedged_and_says_which_job_and_since_whe
     verdict = judge(snapshot(progress), 0.0, {"resize": 0.5}, POLICY)
     assert verdict.wedged is True
     assert verdict.reason is not None
-    assert "all 2 job threads busy" in verdict.reason
-    assert "resize job job-0 running 2m00s" in verdict.reason  # the latest start: it proves the rest
-    assert "limit 1m00s" in verdict.reason and "last run finished 16m40s ago" in verdict.reason
+    assert verdict.reason == (  # the latest start: it proves the rest
+        "all 2 job threads stuck; the latest: resize job job-0 running 2m00s"
+        " (limit 1m00s = max(10 x p95 0.5s, 1m00s)); last run ended 16m40s ago"
+    )
+    assert verdict.short == "2/2 threads stuck 2m00s+, limit 1m00s"  # the dashboard's cell
 
 
 def test_a_thread_free_or_one_run_within_its_limit_is_not_wedged() -> None:
@@ -66,7 +68,7 @@ def test_an_intake_loop_not_turned_is_wedged_and_the_heartbeat_age_counts() -> N
     assert judge(snapshot(progress), 0.0, {}, POLICY) == NOT_WEDGED
     verdict = judge(snapshot(progress), 45.0, {}, POLICY)  # the last heartbeat is 45 s old: 75 s in all
     assert verdict.wedged is True
-    assert verdict.reason == "intake loop not turned for 1m15s (limit 1m00s); no run finished yet"
+    assert verdict.reason == "intake loop not turned for 1m15s (limit 1m00s); no run ended yet"
 
 
 def test_a_worker_that_reports_no_progress_or_no_turns_is_not_guessed() -> None:

@@ -43,20 +43,22 @@ class WedgePolicy:
         return max(self.factor * usual_s, self.min_s)
 
     def limit_text(self, usual_s: float | None) -> str:
-        """The limit and where it comes from, for a reason (``limit 1m00s: 10 x p95 0.4s``)."""
+        """The limit and where it comes from, for a reason (``limit 1m00s = max(10 x p95 0.4s, 1m00s)``)."""
         limit = human_duration(self.run_limit_s(usual_s))
         if usual_s is None:
             return f"limit {limit}: no run of it finished yet"
-        return f"limit {limit}: {self.factor:g} x p95 {usual_s:.3g}s, at least {human_duration(self.min_s)}"
+        return f"limit {limit} = max({self.factor:g} x p95 {usual_s:.3g}s, {human_duration(self.min_s)})"
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """``wedged``: ``True``, ``False``, or ``None`` when nothing the worker exposes can tell (why in
-    ``reason``); a wedged worker's ``reason`` says what is stuck and for how long."""
+    ``reason``); a wedged worker's ``reason`` says what is stuck and for how long, ``short`` the same in a
+    table cell's room (``2/2 threads stuck 14m03s, limit 1m00s``)."""
 
     wedged: bool | None
     reason: str | None = None
+    short: str | None = None
 
 
 NOT_WEDGED = Verdict(False)
@@ -79,23 +81,27 @@ def judge(snapshot: WorkerSnapshot, age_s: float, usual: Mapping[str, float], po
         return Verdict(None, "this worker reports no progress (a tqadmin worker older than this one)")
     now = snapshot.heartbeat_at + max(age_s, 0.0)
     reasons: list[str] = []
+    shorts: list[str] = []
     if progress.intake_turn_at is not None and now - progress.intake_turn_at > policy.intake_s:
-        idle = human_duration(now - progress.intake_turn_at)
-        reasons.append(f"intake loop not turned for {idle} (limit {human_duration(policy.intake_s)})")
+        idle, limit = human_duration(now - progress.intake_turn_at), human_duration(policy.intake_s)
+        reasons.append(f"intake loop not turned for {idle} (limit {limit})")
+        shorts.append(f"intake stuck {idle}, limit {limit}")
     busy = sorted(progress.busy, key=lambda b: b.since, reverse=True)  # the latest start first
     past = [b for b in busy if now - b.since > policy.run_limit_s(usual.get(b.task_type))]
     if progress.threads > 0 and len(busy) >= progress.threads and len(past) == len(busy):
-        latest = busy[0]
+        latest, n = busy[0], progress.threads
+        running = human_duration(now - latest.since)
         reasons.append(
-            f"all {progress.threads} job threads busy past their usual run time; the latest started:"
-            f" {latest.task_type} job {latest.job_id} running {human_duration(now - latest.since)}"
-            f" ({policy.limit_text(usual.get(latest.task_type))})"
+            f"all {n} job threads stuck; the latest: {latest.task_type} job {latest.job_id}"
+            f" running {running} ({policy.limit_text(usual.get(latest.task_type))})"
         )
+        limit = human_duration(policy.run_limit_s(usual.get(latest.task_type)))
+        shorts.append(f"{n}/{n} threads stuck {running}+, limit {limit}")
     if not reasons:
         return NOT_WEDGED
     done = progress.last_completion_at
-    last = "no run finished yet" if done is None else f"last run finished {human_duration(now - done)} ago"
-    return Verdict(True, f"{'; '.join(reasons)}; {last}")
+    last = "no run ended yet" if done is None else f"last run ended {human_duration(now - done)} ago"
+    return Verdict(True, f"{'; '.join(reasons)}; {last}", "; ".join(shorts))
 
 
 def judge_all(workers: Sequence[tuple[WorkerSnapshot, float, bool]], policy: WedgePolicy) -> list[Verdict]:

@@ -19,6 +19,7 @@ from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.ledger import WorkerFigures, WorkerLedger
+from tqadmin.telemetry.wedged import WedgePolicy, judge_all
 from tqadmin.telemetry.window import SlidingTotals, window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
 
@@ -60,8 +61,10 @@ class StoreTelemetry:
         fresh: Fresh = never_fresh,
         *,
         connect: Callable[[], StateStore] | None = None,
+        wedge_policy: WedgePolicy | None = None,
     ) -> None:
         self.window_s = window_s
+        self._wedge_policy = wedge_policy or WedgePolicy()
         self._fresh = fresh
         self._store: Lazy[StateStore] = Lazy(
             connect or (lambda: open_store(store_url, timeout_s=timeout_s, access=Access.READ))
@@ -86,7 +89,8 @@ class StoreTelemetry:
         workers = []
         records = store.workers()
         self._ledger.update(record.snapshot for record in records)
-        for record in records:
+        verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], self._wedge_policy)
+        for record, verdict in zip(records, verdicts, strict=True):
             snap = record.snapshot
             totals = snap.totals()
             queues = ",".join(snap.queues)
@@ -99,6 +103,8 @@ class StoreTelemetry:
                     totals.done,
                     totals.failed,
                     record.alive,
+                    wedged=verdict.wedged,
+                    wedged_reason=verdict.short,
                 )
             )
         return TelemetryView(
