@@ -9,6 +9,7 @@ naming what is missing (docs/interface.md, exit codes).
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,8 +17,9 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError
 from tqadmin.file_access import Access
 from tqadmin.frameworks.summary import TQADMIN
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
-from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
@@ -32,14 +34,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     failures: list[tuple[str, TqadminError]] = []
     records = _own_workers(ctx, failures)
-    foreign, unreadable = _framework_workers(ctx, failures)
+    reading, unreadable = _framework_workers(ctx, failures)
     sources = 1 + bool(ctx.plugin().capabilities.worker_registries)
     if len(failures) == sources:  # nothing could be read: the first failure's own exit code (3, 4)
         raise failures[0][1]
     unreadable = [f"{what}: {mask_text(str(exc))}" for what, exc in failures] + unreadable
-    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], ctx.settings.wedged)
+    policy, now = ctx.settings.wedged, time.time()
+    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], policy)
     own = [own_worker(record, verdict) for record, verdict in zip(records, verdicts, strict=True)]
-    workers = own + [foreign_json(w) for w in foreign]
+    tasks = reading.tasks
+    workers = own + [
+        foreign_json(w, judge_foreign(w, policy, now, tasks.get(w.framework))) for w in reading.workers
+    ]
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
@@ -68,18 +74,18 @@ def _own_workers(ctx: CommandContext, failures: list[tuple[str, TqadminError]]) 
 
 def _framework_workers(
     ctx: CommandContext, failures: list[tuple[str, TqadminError]]
-) -> tuple[list[ForeignWorker], list[str]]:
+) -> tuple[WorkerReading, list[str]]:
     """Other frameworks' workers from the broker, and the registries there that could not be read."""
     registries = ctx.plugin().capabilities.worker_registries
     if not registries:
-        return [], []
+        return WorkerReading(), []
     try:
         with ctx.admin() as admin:
             reading = admin.framework_workers()
     except TqadminError as exc:
         failures.append((f"{', '.join(registries)} workers", exc))
-        return [], []
-    return list(reading.workers), [mask_text(what) for what in reading.unreadable]
+        return WorkerReading(), []
+    return reading, [mask_text(what) for what in reading.unreadable]
 
 
 def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:
@@ -112,7 +118,7 @@ def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def foreign_json(worker: ForeignWorker) -> dict[str, Any]:
+def foreign_json(worker: ForeignWorker, verdict: Verdict) -> dict[str, Any]:
     jobs = worker.current_jobs
     return {
         "name": worker.name,
@@ -130,8 +136,8 @@ def foreign_json(worker: ForeignWorker) -> dict[str, Any]:
         "current_jobs": [job.id for job in jobs],
         "current_tasks": [job_json(job) for job in jobs],
         "started_at": iso(worker.started_at) if worker.started_at is not None else None,
-        "wedged": None,
-        "wedged_reason": None,
+        "wedged": verdict.wedged,
+        "wedged_reason": verdict.reason,
     }
 
 

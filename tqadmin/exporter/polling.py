@@ -22,6 +22,7 @@ from typing import TypeVar
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
 from tqadmin.file_access import Access
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
@@ -167,11 +168,20 @@ class ProfilePoller:
         self, last: Counter[str], records: list[WorkerRecord] | None, others: WorkerReading | None
     ) -> Counter[str]:
         """Live workers judged wedged, by framework; a part that could not be read keeps its last count."""
-        wedged = Counter({framework: n for framework, n in last.items() if framework != FRAMEWORK})
+        policy = self._wedge_policy
+        if others is None:
+            wedged = Counter({framework: n for framework, n in last.items() if framework != FRAMEWORK})
+        else:
+            now = self._clock()
+            wedged = Counter(
+                w.framework
+                for w in others.workers
+                if judge_foreign(w, policy, now, others.tasks.get(w.framework)).wedged is True
+            )
         if records is None:
             wedged[FRAMEWORK] = last[FRAMEWORK]
         else:
-            judged = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], self._wedge_policy)
+            judged = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], policy)
             wedged[FRAMEWORK] = sum(verdict.wedged is True for verdict in judged)
         return wedged
 

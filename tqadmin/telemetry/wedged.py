@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from tqadmin.tables import human_duration
 from tqadmin.telemetry.counters import StatsKey, TaskStats, by_task_type, merge_stats
+from tqadmin.telemetry.progress import BusyThread
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 USUAL_QUANTILE = 0.95
@@ -42,12 +43,13 @@ class WedgePolicy:
             return self.no_history_s
         return max(self.factor * usual_s, self.min_s)
 
-    def limit_text(self, usual_s: float | None) -> str:
+    def limit_text(self, usual_s: float | None, usual_name: str = "p95") -> str:
         """The limit and where it comes from, for a reason (``limit 1m00s = max(10 x p95 0.4s, 1m00s)``)."""
         limit = human_duration(self.run_limit_s(usual_s))
         if usual_s is None:
             return f"limit {limit}: no run of it finished yet"
-        return f"limit {limit} = max({self.factor:g} x p95 {usual_s:.3g}s, {human_duration(self.min_s)})"
+        floor = human_duration(self.min_s)
+        return f"limit {limit} = max({self.factor:g} x {usual_name} {usual_s:.3g}s, {floor})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,13 @@ NOT_WEDGED = Verdict(False)
 
 def usual_run_times(tables: Iterable[Mapping[StatsKey, TaskStats]]) -> dict[str, float]:
     """Each task type's usual run time (p95) over the workers' telemetry tables, where any run finished."""
+    return usual_of(by_task_type(merge_stats(tables)))
+
+
+def usual_of(tasks: Mapping[str, TaskStats]) -> dict[str, float]:
+    """Each task's usual run time (p95) of ``tasks`` by name, where any run finished."""
     usual: dict[str, float] = {}
-    for task_type, stats in by_task_type(merge_stats(tables)).items():
+    for task_type, stats in tasks.items():
         p95 = stats.run.quantile(USUAL_QUANTILE)
         if p95 is not None:
             usual[task_type] = p95
@@ -86,22 +93,42 @@ def judge(snapshot: WorkerSnapshot, age_s: float, usual: Mapping[str, float], po
         idle, limit = human_duration(now - progress.intake_turn_at), human_duration(policy.intake_s)
         reasons.append(f"intake loop not turned for {idle} (limit {limit})")
         shorts.append(f"intake stuck {idle}, limit {limit}")
-    busy = sorted(progress.busy, key=lambda b: b.since, reverse=True)  # the latest start first
-    past = [b for b in busy if now - b.since > policy.run_limit_s(usual.get(b.task_type))]
-    if progress.threads > 0 and len(busy) >= progress.threads and len(past) == len(busy):
-        latest, n = busy[0], progress.threads
-        running = human_duration(now - latest.since)
-        reasons.append(
-            f"all {n} job threads stuck; the latest: {latest.task_type} job {latest.job_id}"
-            f" running {running} ({policy.limit_text(usual.get(latest.task_type))})"
-        )
-        limit = human_duration(policy.run_limit_s(usual.get(latest.task_type)))
-        shorts.append(f"{n}/{n} threads stuck {running}+, limit {limit}")
+    threads = stuck(progress.threads, progress.busy, now, usual, policy)
+    if threads is not None:
+        reasons.append(threads[0])
+        shorts.append(threads[1])
     if not reasons:
         return NOT_WEDGED
     done = progress.last_completion_at
     last = "no run ended yet" if done is None else f"last run ended {human_duration(now - done)} ago"
     return Verdict(True, f"{'; '.join(reasons)}; {last}", "; ".join(shorts))
+
+
+def stuck(
+    threads: int,
+    busy: Iterable[BusyThread],
+    now: float,
+    usual: Mapping[str, float],
+    policy: WedgePolicy,
+    *,
+    what: str = "job threads",
+    usual_name: str = "p95",
+) -> tuple[str, str] | None:
+    """When all ``threads`` are ``busy``, each past its task type's limit: why (``all 2 job threads stuck;
+    the latest: ...``) and the same in short (``2/2 threads stuck 14m03s+, limit 1m00s``); else ``None``.
+    The latest run is named: it proves the others. Every framework's workers are judged by this rule."""
+    runs = sorted(busy, key=lambda b: b.since, reverse=True)  # the latest start first
+    past = [b for b in runs if now - b.since > policy.run_limit_s(usual.get(b.task_type))]
+    if threads <= 0 or len(runs) < threads or len(past) < len(runs):
+        return None
+    latest = runs[0]
+    running = human_duration(now - latest.since)
+    reason = (
+        f"all {threads} {what} stuck; the latest: {latest.task_type} job {latest.job_id}"
+        f" running {running} ({policy.limit_text(usual.get(latest.task_type), usual_name)})"
+    )
+    limit = human_duration(policy.run_limit_s(usual.get(latest.task_type)))
+    return reason, f"{threads}/{threads} {what.rsplit(maxsplit=1)[-1]} stuck {running}+, limit {limit}"
 
 
 def judge_all(workers: Sequence[tuple[WorkerSnapshot, float, bool]], policy: WedgePolicy) -> list[Verdict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tqadmin.file_access import Access
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.base import StateStore
@@ -112,24 +113,32 @@ class StoreTelemetry:
         )
 
 
-def foreign_worker_views(reading: WorkerReading | None) -> tuple[WorkerView, ...]:
-    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``."""
+def foreign_worker_views(
+    reading: WorkerReading | None, policy: WedgePolicy, now_s: float
+) -> tuple[WorkerView, ...]:
+    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``, each judged
+    wedged or not at ``now_s`` by what its framework exposes (:mod:`tqadmin.frameworks.wedged`)."""
     if reading is None:
         return ()
-    return tuple(
-        WorkerView(
-            w.name,
-            ",".join(w.queues),
-            w.heartbeat_age_s,
-            ", ".join(" ".join(filter(None, (job.task, job.id))) for job in w.current_jobs) or None,
-            None,
-            None,
-            w.alive,
-            w.framework,
-            w.dead_reason,
+    views = []
+    for w in reading.workers:
+        verdict = judge_foreign(w, policy, now_s, reading.tasks.get(w.framework))
+        views.append(
+            WorkerView(
+                w.name,
+                ",".join(w.queues),
+                w.heartbeat_age_s,
+                ", ".join(" ".join(filter(None, (job.task, job.id))) for job in w.current_jobs) or None,
+                None,
+                None,
+                w.alive,
+                w.framework,
+                w.dead_reason,
+                wedged=verdict.wedged,
+                wedged_reason=verdict.short,
+            )
         )
-        for w in reading.workers
-    )
+    return tuple(views)
 
 
 def task_type_views(
