@@ -22,6 +22,7 @@ from tqadmin.masking import mask_url, masked_repr
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
 from tqadmin.sqlite_file import path_of
+from tqadmin.telemetry.wedged import WedgePolicy
 
 EMBEDDED_FILE = Path("tqadmin") / "tqadmin.db"
 DEFAULT_TIMEOUT_S = 10.0
@@ -40,6 +41,7 @@ def embedded_url(environ: Mapping[str, str] | None = None) -> str:
 THRESHOLD_KEYS = frozenset(
     {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
 )
+WEDGED_KEYS = frozenset({"wedged_factor", "wedged_min_s", "wedged_no_history_s", "wedged_intake_s"})
 PROFILE_KEYS = frozenset(
     {
         "broker",
@@ -51,6 +53,7 @@ PROFILE_KEYS = frozenset(
         "thresholds",
         "celery_events",
         *THRESHOLD_KEYS,
+        *WEDGED_KEYS,
     }
 )
 TOP_LEVEL_KEYS = frozenset({"default_profile", "profiles"})
@@ -81,6 +84,7 @@ class Settings:
     config_path: Path | None = None
     celery_events: bool = False  # listen to Celery's task events (docs/frameworks.md); opt-in
     thresholds: Thresholds = field(default_factory=Thresholds)
+    wedged: WedgePolicy = field(default_factory=WedgePolicy)  # when a live worker counts as wedged
     verbose: bool = False
     explicit_broker: bool = False
     explicit_store: bool = False
@@ -224,6 +228,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         audit_log=Path(audit).expanduser(),
         config_path=config_path,
         thresholds=_thresholds(profile.get("thresholds", profile)),
+        wedged=_wedge_policy(profile),
         verbose=overrides.verbose,
         explicit_broker=broker is not None,
         explicit_store=store is not None,
@@ -281,12 +286,7 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
     defaults = Thresholds()
 
     def number(key: str, default: float | None) -> float | None:
-        value = table.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ConfigError(f"threshold {key} must be a finite number, not {value!r}")
-        return float(value)
+        return _number(table, key, default, "threshold")
 
     depth = number("depth_threshold", defaults.depth)
     dlq = number("dlq_threshold", defaults.dlq_messages)
@@ -308,3 +308,31 @@ def _flag(profile: Mapping[str, Any], key: str) -> bool:
 
 def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _number(table: Mapping[str, Any], key: str, default: float | None, what: str) -> float | None:
+    """``table[key]`` as a float, ``default`` when absent; anything but a finite number is refused."""
+    value = table.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{what} {key} must be a finite number, not {value!r}")
+    return float(value)
+
+
+def _wedge_policy(profile: Mapping[str, Any]) -> WedgePolicy:
+    """The profile's ``wedged_*`` keys, each absent one at its documented default (:class:`WedgePolicy`)."""
+    defaults = WedgePolicy()
+
+    def positive(key: str, default: float) -> float:
+        value = _number(profile, key, default, "setting")
+        if value is None or value <= 0:
+            raise ConfigError(f"setting {key} must be a positive number, not {profile.get(key)!r}")
+        return value
+
+    return WedgePolicy(
+        factor=positive("wedged_factor", defaults.factor),
+        min_s=positive("wedged_min_s", defaults.min_s),
+        no_history_s=positive("wedged_no_history_s", defaults.no_history_s),
+        intake_s=positive("wedged_intake_s", defaults.intake_s),
+    )

@@ -31,3 +31,17 @@ def printable(text: str) -> str:
 
 def _is_number(value: object) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def human_duration(seconds: float | None) -> str:
+    """``None`` as '-', otherwise the two largest units (``3m05s``, ``2h10m``, ``4d3h``)."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600}h"

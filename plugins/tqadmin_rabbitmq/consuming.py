@@ -43,6 +43,8 @@ from tqadmin_rabbitmq.topology import tier_arguments
 
 log = logging.getLogger("tqadmin.worker")
 
+TURN_EVERY_S = 1.0  # how often pika's loop reports a turn (on a timer: deliveries may not come)
+
 
 class _Token:
     __slots__ = ("channel", "tag")
@@ -76,6 +78,7 @@ class RabbitConsumer(ConfirmSession, Consumer):
         self._on_message = on_message
         with self.background.io_loop("the RabbitMQ consumer's loop"):
             while not self._stop.is_set():
+                self.report_turn()  # connecting, or back from a reconnect's wait
                 self._opened = False
                 ended = self.run_once()
                 if ended is None or self._stop.is_set():
@@ -99,6 +102,14 @@ class RabbitConsumer(ConfirmSession, Consumer):
             self._maybe_finish()
             return
         channel.basic_qos(prefetch_count=self.prefetch, callback=lambda _f: self._consume(channel))
+        self._turned(self.connection)
+
+    def _turned(self, connection: Any) -> None:
+        """Report a turn of pika's loop, and again every :data:`TURN_EVERY_S` while ``connection`` lasts (one
+        channel a connection: ``on_ready`` runs once for each, so one timer runs at a time)."""
+        self.report_turn()
+        if connection is self.connection and connection is not None and connection.is_open:
+            connection.ioloop.call_later(TURN_EVERY_S, lambda: self._turned(connection))
 
     def on_lost(self, exc: BaseException) -> None:
         self.report_lost()  # the broker requeued every unacked delivery of the channel: they come again

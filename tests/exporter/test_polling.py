@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
+from tqadmin.telemetry.progress import BusyThread, Progress
+from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 ORDERS = QueueStats(name="orders", messages=4, ready=3, unacked=1, consumers=2)
 
@@ -124,3 +128,19 @@ def test_successive_polls_give_each_queue_a_drain_estimate(isolated_env: Path) -
     poller.close()
     assert drains[0] == (None, None)  # one reading, and no rates to go by
     assert drains[-1] == (20.0, False)  # 1 a second, 20 left
+
+
+def test_a_live_worker_stuck_past_its_limits_is_counted_wedged(isolated_env: Path) -> None:
+    """Its heartbeat is fresh; its one job thread has been busy for an hour on a task type never finished."""
+    settings = resolve(Overrides())
+    store = open_store(settings.store_url)
+    now = time.time()
+    stuck = Progress(1, (BusyThread("j1", "resize", now - 3600),), now, None)
+    moving = Progress(1, (), now, now)
+    for name, progress in (("stuck", stuck), ("moving", moving)):
+        store.beat(WorkerSnapshot(name, "h", 1, ("orders",), now - 7200, now, progress=progress), 60)
+    store.close()
+    poller = poller_for(ScriptedAdmin((ORDERS,)))
+    poller.poll()
+    poller.close()
+    assert poller.reading().wedged == Counter(tqadmin=1)

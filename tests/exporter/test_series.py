@@ -236,3 +236,19 @@ def test_drain_growth_and_the_dlq_age_are_served_where_known_and_folded_to_the_w
         "a": 0.0,
         names.OTHER_QUEUES: 1.0,
     }
+
+
+def test_wedged_workers_are_counted_by_framework_with_no_per_worker_label() -> None:
+    reading = Reading(
+        "redis",
+        queues=(),
+        workers=Counter(live=3),
+        framework_workers=Counter({("rq", "live"): 2}),
+        wedged=Counter({"tqadmin": 1}),
+        up=True,
+    )
+    served = [(labels, value) for name, labels, value in scrape([reading]) if name == names.WORKERS_WEDGED]
+    assert served == [
+        ({"profile": "redis", "framework": "rq"}, 0),
+        ({"profile": "redis", "framework": "tqadmin"}, 1),
+    ]

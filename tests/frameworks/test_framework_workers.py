@@ -28,8 +28,8 @@ pytestmark = pytest.mark.redis
 Tq = Callable[..., tuple[int, Any, str]]
 
 
-def listed(tq: Tq, framework: str, name: str) -> dict[str, Any] | None:
-    code, doc, _ = tq("workers")
+def listed(tq: Tq, framework: str, name: str, *options: str) -> dict[str, Any] | None:
+    code, doc, _ = tq(*options, "workers")
     assert code == 0, doc
     return next((w for w in doc["workers"] if (w["framework"], w["name"]) == (framework, name)), None)
 
@@ -89,6 +89,43 @@ def test_a_real_rq_worker_is_shown_busy_with_its_job_then_idle_then_dead_once_ki
     assert stale is not None and (stale["alive"], stale["heartbeat_age_s"]) == (False, None)
     assert stale["dead_reason"] == "hash expired; a stale member of rq:workers"
     assert redis_keys.sismember("rq:workers", f"rq:worker:{name}")  # shown, never removed
+
+
+def test_a_real_rq_worker_busy_on_one_job_past_the_limit_is_wedged_with_why(
+    isolated_env: Any,
+    redis_keys: redis.Redis,
+    unique: str,
+    tq: Tq,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No job finished yet on this worker: its limit is the profile's ``wedged_no_history_s`` (3 s here);
+    the verdict comes within the limit plus a poll, and goes once the job ends."""
+    config = tmp_path / "config.toml"
+    config.write_text("[profiles.w]\nwedged_no_history_s = 3\n")
+    profile = ("--config", str(config), "--profile", "w")
+    name, queue = f"tqt-{unique}-w1", f"tqt-{unique}-stuck"
+    with rq_worker(name, queue, tmp_path):
+        wait_for(lambda: listed(tq, "rq", name, *profile), "the RQ worker in tqadmin workers")
+        release = tmp_path / "release"
+        job = Queue(queue, connection=redis_keys).enqueue(
+            "holding.hold", str(release), job_id=f"tqt-{unique}-j"
+        )
+        wait_for(
+            lambda: (w := listed(tq, "rq", name, *profile)) and w["current_jobs"] and w, "a busy worker", 60
+        )
+        started = time.monotonic()
+        wedged = wait_for(lambda: (w := listed(tq, "rq", name, *profile)) and w["wedged"] and w, "wedged", 60)
+        detected_s = time.monotonic() - started
+        assert wedged["wedged_reason"].startswith(
+            f"all 1 job slots stuck; the latest: holding.hold job {job.id}"
+        )
+        assert wedged["wedged_reason"].endswith("(limit 3s: no run of it finished yet)")
+        assert wedged["alive"] is True  # its heartbeat is fine: that is the point
+        release.touch()
+        wait_for(lambda: (w := listed(tq, "rq", name, *profile)) and w["wedged"] is False, "moving again")
+    with capsys.disabled():
+        print(f"\nRQ worker on a blocking job: wedged {detected_s:.1f} s after it was seen busy (limit 3 s)")
 
 
 def an_rq_worker_of_older_releases(client: redis.Redis, name: str, job_id: str) -> None:

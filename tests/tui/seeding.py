@@ -42,6 +42,7 @@ from tqadmin.store.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
+from tqadmin.telemetry.progress import BusyThread, Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.sources import StoreTelemetry
 from tqadmin.tui.views import CronView, ScheduleView
@@ -328,9 +329,11 @@ class SeededWorker:
     ran: Mapping[StatsKey, tuple[int, int]]
     beat_age_s: float
     current_job: str | None = None
+    running_s: float = 2.0  # how long its current job has been running at its last beat
 
 
-# Two live workers, one busy, and one dead (its last beat older than its TTL, so outside the window too).
+# Two live workers, one busy and wedged (its one job thread in a run for 14 minutes), and one dead (its last
+# beat older than its TTL, so outside the window too).
 WORKERS = (
     SeededWorker(
         "worker-a1",
@@ -338,6 +341,7 @@ WORKERS = (
         {("resize_image", "resize_image"): (1200, 12)},
         1.2,
         "resize_image-0042",
+        running_s=842.0,
     ),
     SeededWorker(
         "worker-b2",
@@ -367,8 +371,19 @@ def seeded_telemetry() -> StoreTelemetry:
         for age_s, stats in ((60.0 + dead_for_s, earlier), (worker.beat_age_s, latest)):
             clock.now = FROZEN_NOW - age_s
             current = (worker.current_job,) if worker.current_job else ()
+            task_type = next(iter(worker.ran))[1]
+            busy = tuple(BusyThread(job, task_type, clock.now - worker.running_s) for job in current)
+            progress = Progress(1 if busy else 4, busy, clock.now - 0.5, clock.now - worker.running_s)
             snapshot = WorkerSnapshot(
-                worker.id, "seeded", pid, worker.queues, STARTED_AT, clock.now, current, stats
+                worker.id,
+                "seeded",
+                pid,
+                worker.queues,
+                STARTED_AT,
+                clock.now,
+                current,
+                stats,
+                progress=progress,
             )
             store.beat(snapshot, TTL_S)
     clock.now = FROZEN_NOW

@@ -17,8 +17,10 @@ from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.ledger import RunLedger, recover_claims
-from tqadmin.pipeline.supervisor import Restart, restarts, supervise
+from tqadmin.pipeline.pulse import Pulse
+from tqadmin.pipeline.supervisor import Restart, restarts, supervise, watchdog_restarts
 from tqadmin.pipeline.tasks import load_tasks
+from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.background import PluginFault
 from tqadmin.telemetry.endpoint import MetricsServer
@@ -58,6 +60,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--metrics-host", default="127.0.0.1", metavar="HOST", help="address for --metrics-port (127.0.0.1)"
     )
     parser.add_argument(
+        "--watchdog",
+        type=positive(float),
+        default=None,
+        metavar="S",
+        help="restart the worker process when its intake loop has not turned for S seconds (off by default)",
+    )
+    parser.add_argument(
         "--no-dedup",
         action="store_true",
         help="skip the completion store (no claims, no ctx.once): at-least-once, faster",
@@ -94,6 +103,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ledger = (
         RunLedger.for_window(settings.effective_prefetch, settings.concurrency) if settings.dedup else None
     )
+    watchdog = None if args.watchdog is None else Watchdog(Pulse(), args.watchdog)  # before the fork too
 
     def opening() -> StateStore:
         from tqadmin.store.factory import open_store
@@ -105,7 +115,16 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             store = opening()
             store.check()
             with ctx.plugin().transport(ctx.broker_config()) as transport:
-                worker = Worker(settings, transport, store, registry, restarts=restarts(), ledger=ledger)
+                worker = Worker(
+                    settings,
+                    transport,
+                    store,
+                    registry,
+                    restarts=restarts(),
+                    ledger=ledger,
+                    pulse=None if watchdog is None else watchdog.pulse,
+                    watchdog_restarts=watchdog_restarts(),
+                )
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())
                 with _metrics(args, worker):
@@ -126,7 +145,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return 0
 
     return supervise(
-        child, on_death=None if ledger is None else functools.partial(recover_claims, ledger, opening)
+        child,
+        on_death=None if ledger is None else functools.partial(recover_claims, ledger, opening),
+        watchdog=watchdog,
     )
 
 

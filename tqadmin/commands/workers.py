@@ -9,6 +9,7 @@ naming what is missing (docs/interface.md, exit codes).
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +17,14 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError
 from tqadmin.file_access import Access
 from tqadmin.frameworks.summary import TQADMIN
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
-from tqadmin.plugin.workers import CurrentJob, ForeignWorker
+from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
 from tqadmin.store import open_store
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
+from tqadmin.telemetry.progress import progress_json
+from tqadmin.telemetry.wedged import Verdict, judge_all
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,12 +34,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     failures: list[tuple[str, TqadminError]] = []
     records = _own_workers(ctx, failures)
-    foreign, unreadable = _framework_workers(ctx, failures)
+    reading, unreadable = _framework_workers(ctx, failures)
     sources = 1 + bool(ctx.plugin().capabilities.worker_registries)
     if len(failures) == sources:  # nothing could be read: the first failure's own exit code (3, 4)
         raise failures[0][1]
     unreadable = [f"{what}: {mask_text(str(exc))}" for what, exc in failures] + unreadable
-    workers = [own_worker(record) for record in records] + [foreign_json(w) for w in foreign]
+    policy, now = ctx.settings.wedged, time.time()
+    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], policy)
+    own = [own_worker(record, verdict) for record, verdict in zip(records, verdicts, strict=True)]
+    tasks = reading.tasks
+    workers = own + [
+        foreign_json(w, judge_foreign(w, policy, now, tasks.get(w.framework))) for w in reading.workers
+    ]
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
@@ -64,23 +74,25 @@ def _own_workers(ctx: CommandContext, failures: list[tuple[str, TqadminError]]) 
 
 def _framework_workers(
     ctx: CommandContext, failures: list[tuple[str, TqadminError]]
-) -> tuple[list[ForeignWorker], list[str]]:
+) -> tuple[WorkerReading, list[str]]:
     """Other frameworks' workers from the broker, and the registries there that could not be read."""
     registries = ctx.plugin().capabilities.worker_registries
     if not registries:
-        return [], []
+        return WorkerReading(), []
     try:
         with ctx.admin() as admin:
             reading = admin.framework_workers()
     except TqadminError as exc:
         failures.append((f"{', '.join(registries)} workers", exc))
-        return [], []
-    return list(reading.workers), [mask_text(what) for what in reading.unreadable]
+        return WorkerReading(), []
+    return reading, [mask_text(what) for what in reading.unreadable]
 
 
-def own_worker(record: WorkerRecord) -> dict[str, Any]:
+def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:
     snapshot = record.snapshot
     counts = snapshot.totals().counts()
+    progress = snapshot.progress
+    now = snapshot.heartbeat_at + max(record.age_s, 0.0)
     return {
         "name": snapshot.worker_id,
         "id": snapshot.worker_id,
@@ -98,10 +110,15 @@ def own_worker(record: WorkerRecord) -> dict[str, Any]:
         "started_at": iso(snapshot.started_at),
         **counts,
         "counts": counts,
+        "wedged": verdict.wedged,
+        "wedged_reason": verdict.reason,
+        "progress": None if progress is None else progress_json(progress, now),
+        "restarts": snapshot.restarts,
+        "watchdog_restarts": snapshot.watchdog_restarts,
     }
 
 
-def foreign_json(worker: ForeignWorker) -> dict[str, Any]:
+def foreign_json(worker: ForeignWorker, verdict: Verdict) -> dict[str, Any]:
     jobs = worker.current_jobs
     return {
         "name": worker.name,
@@ -119,6 +136,8 @@ def foreign_json(worker: ForeignWorker) -> dict[str, Any]:
         "current_jobs": [job.id for job in jobs],
         "current_tasks": [job_json(job) for job in jobs],
         "started_at": iso(worker.started_at) if worker.started_at is not None else None,
+        "wedged": verdict.wedged,
+        "wedged_reason": verdict.reason,
     }
 
 
@@ -138,13 +157,13 @@ def describe(workers: list[dict[str, Any]]) -> str:
         [
             w["name"],
             w["framework"],
-            {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
+            "wedged" if w["wedged"] else {True: "alive", False: "dead", None: "unknown"}[w["alive"]],
             "-" if w["heartbeat_age_s"] is None else round(w["heartbeat_age_s"], 1),
             ",".join(w["queues"]),
             current_text(w["current_tasks"]) if w["current_tasks"] else w["state"] or "-",
             w.get("done", "-"),
             w.get("failed", "-"),
-            w["dead_reason"] or "",
+            w["dead_reason"] or (w["wedged_reason"] if w["wedged"] else "") or "",
         ]
         for w in workers
     ]
@@ -157,7 +176,7 @@ def describe(workers: list[dict[str, Any]]) -> str:
         "current jobs",
         "done",
         "failed",
-        "why dead",
+        "why dead or wedged",
     ]
     return table(headers, rows)
 

@@ -22,6 +22,7 @@ from typing import TypeVar
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
 from tqadmin.file_access import Access
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.cron.status import CronStatus, read_status
 from tqadmin.plugin.base import BrokerAdmin
@@ -37,6 +38,8 @@ from tqadmin.store.readers import Lazy, unless_fresh
 from tqadmin.store.recording import history_name, recorder_for
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerLedger
+from tqadmin.telemetry.metric_names import FRAMEWORK
+from tqadmin.telemetry.wedged import judge_all
 
 log = logging.getLogger("tqadmin.exporter")
 
@@ -55,6 +58,7 @@ class Reading:
     workers: Counter[str] = field(default_factory=Counter)  # by state: live, dead
     worker_queues: tuple[tuple[tuple[str, ...], bool], ...] = ()  # each worker's queues, and if it is alive
     framework_workers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (framework, state)
+    wedged: Counter[str] = field(default_factory=Counter)  # live workers judged wedged, by framework
     framework_tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)  # from events
     folded_task_types: int = 0  # task types the listed workers folded into "(other)", added up
     framework_folded: Mapping[str, int] = field(default_factory=dict)  # the same by their listeners
@@ -82,6 +86,7 @@ class ProfilePoller:
         self.interval_s = interval_s
         self._clock = clock
         self._fresh = settings.not_created_yet
+        self._wedge_policy = settings.wedged
         timeout = settings.timeout_s
         self._admin: Lazy[BrokerAdmin] = Lazy(
             connect_admin or (lambda: plugin_for_url(settings.broker_url).admin(settings.broker_config()))
@@ -147,6 +152,7 @@ class ProfilePoller:
                 workers=last.workers if records is None else _by_state(records),
                 worker_queues=last.worker_queues if records is None else _served(records),
                 framework_workers=last.framework_workers if others is None else _by_framework(others),
+                wedged=self._wedged(last.wedged, records, others),
                 framework_tasks=last.framework_tasks if others is None else others.tasks,
                 folded_task_types=last.folded_task_types if records is None else _folded(records),
                 framework_folded=last.framework_folded if others is None else others.folded,
@@ -162,6 +168,27 @@ class ProfilePoller:
 
     def _queues(self) -> tuple[QueueStats, ...]:
         return self._drain.observe(self._admin.use(_listed))
+
+    def _wedged(
+        self, last: Counter[str], records: list[WorkerRecord] | None, others: WorkerReading | None
+    ) -> Counter[str]:
+        """Live workers judged wedged, by framework; a part that could not be read keeps its last count."""
+        policy = self._wedge_policy
+        if others is None:
+            wedged = Counter({framework: n for framework, n in last.items() if framework != FRAMEWORK})
+        else:
+            now = self._clock()
+            wedged = Counter(
+                w.framework
+                for w in others.workers
+                if judge_foreign(w, policy, now, others.tasks.get(w.framework)).wedged is True
+            )
+        if records is None:
+            wedged[FRAMEWORK] = last[FRAMEWORK]
+        else:
+            judged = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], policy)
+            wedged[FRAMEWORK] = sum(verdict.wedged is True for verdict in judged)
+        return wedged
 
     def _part(self, what: str, read: Callable[[], T], empty: T, failed: dict[str, str]) -> T | None:
         """``read()`` (``empty`` while the embedded file is not created yet), or ``None`` when it failed:

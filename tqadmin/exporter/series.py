@@ -218,7 +218,16 @@ def _workers(readings: Sequence[Reading]) -> list[Metric]:
                 count = reading.framework_workers.get((framework, state), 0)
                 if count or state != "unknown":
                     family.add_metric([reading.profile, framework, state], count)
-    return [family]
+    wedged = GaugeMetricFamily(
+        names.WORKERS_WEDGED,
+        "Live workers alive by their heartbeat yet making no progress (docs/pipeline.md, Wedged workers).",
+        labels=["profile", "framework"],
+    )
+    for reading in readings:
+        frameworks = {names.FRAMEWORK, *reading.wedged, *(f for f, _state in reading.framework_workers)}
+        for framework in sorted(frameworks):
+            wedged.add_metric([reading.profile, framework], reading.wedged.get(framework, 0))
+    return [family, wedged]
 
 
 def _cron(readings: Sequence[Reading]) -> list[Metric]:

@@ -98,6 +98,19 @@ def count(value: Any) -> int | None:
     return value if isinstance(value, int) and 0 <= value <= MAX_COUNT else None
 
 
+def seconds(value: Any) -> float | None:
+    """A duration in seconds: a non-negative finite number, or its decimal text (RQ's
+    ``total_working_time``); ``None`` for anything else."""
+    if isinstance(value, str | bytes):
+        text = as_text(value) or ""
+        try:
+            value = float(text) if len(text) < 32 else None
+        except ValueError:
+            return None
+    number = finite(value)
+    return float(number) if number is not None and number >= 0 else None
+
+
 def epoch_seconds(value: Any, *, milliseconds: bool = False) -> float | None:
     """A moment as seconds since the epoch: a number (seconds, or milliseconds when ``milliseconds``) or ISO
     8601 text (a time without an offset is UTC); ``None`` for anything else or out of range."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tqadmin.frameworks.decoding import as_text, checked, count, epoch_seconds, name
+from tqadmin.frameworks.decoding import as_text, checked, count, epoch_seconds, name, seconds
 from tqadmin.frameworks.rq import called_function
 from tqadmin.frameworks.summary import RQ
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker
@@ -75,6 +75,11 @@ def worker(
         for job_id, job in sorted(jobs.items())
     )
     queues = checked(fields.get("queues"), as_text, "queues", "text") or ""
+    working = checked(fields.get("total_working_time"), seconds, "total_working_time", "seconds")
+    ran = sum(
+        checked(fields.get(field), count, field, "a count") or 0
+        for field in ("successful_job_count", "failed_job_count")
+    )
     return ForeignWorker(
         RQ,
         shown,
@@ -87,4 +92,5 @@ def worker(
         pid=checked(fields.get("pid"), count, "pid", "a process id"),
         state=checked(fields.get("state"), name, "state", "a name"),
         started_at=birth,
+        usual_run_s=working / ran if working is not None and ran else None,
     )

@@ -55,6 +55,9 @@ class HoldingConsumer(Consumer):
     def watch_lost(self, listener: Callable[[], None]) -> None:
         self.inner.watch_lost(listener)
 
+    def watch_turns(self, listener: Callable[[], None]) -> None:
+        self.inner.watch_turns(listener)
+
     def stop(self) -> None:
         self.inner.stop()
 

@@ -30,6 +30,7 @@ from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import Consumer
 from tqadmin.store.base import Claim
 from tqadmin.telemetry.counters import Telemetry
+from tqadmin.telemetry.progress import MAX_ID_CHARS, BusyThread
 
 log = logging.getLogger("tqadmin.worker")
 
@@ -43,6 +44,7 @@ class Running:
         self._gate = SoloGate()
         self._solo_over = solo_over
         self._stuck: set[int | None] = set()  # threads in a timed-out run: never joined
+        self.last_end_at: float | None = None  # when a run last ended (epoch s), for the heartbeat
 
     def enter(self, *, solo: bool) -> None:
         self._gate.enter(solo=solo)
@@ -64,6 +66,7 @@ class Running:
     def ended(self, run: Run) -> bool:
         """The calling thread's task has returned; ``False`` when the monitor abandoned the run meanwhile."""
         with self._lock:
+            self.last_end_at = time.time()
             if run.abandoned:
                 return False
             del self._runs[threading.get_ident()]
@@ -124,6 +127,17 @@ class Running:
         """The claims of the runs under way, to renew."""
         with self._lock:
             return [r.claim for r in self._runs.values() if r.claim is not None and not r.abandoned]
+
+    def busy(self) -> tuple[BusyThread, ...]:
+        """The job threads in a run now, each with its job, task type and start (epoch seconds), for the
+        heartbeat's progress (a timed-out run's thread no longer counts: a fresh one took its place)."""
+        since = time.time() - time.monotonic()  # a monotonic start plus this is an epoch
+        with self._lock:
+            return tuple(
+                BusyThread(r.job.id[:MAX_ID_CHARS], r.job.task_type, r.started + since)
+                for r in self._runs.values()
+                if not r.abandoned
+            )
 
     def jobs(self) -> tuple[str, ...]:
         """The ids of the jobs running now, for the heartbeat."""

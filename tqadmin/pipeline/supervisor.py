@@ -28,6 +28,7 @@ from types import FrameType
 
 from tqadmin.backoff import Backoff
 from tqadmin.masking import mask_text
+from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.plugin.retrying import Retrying
 
 log = logging.getLogger("tqadmin.worker")
@@ -37,7 +38,10 @@ RESTART_BASE_S = 0.1
 RESTART_CAP_S = 5.0
 ORPHAN_EXIT = 70
 
+WATCH_EVERY_S = 0.25  # how often the watchdog looks at the child's pulse
+
 _restarts = [0]  # how many times this supervisor started a new child: a forked child reads its copy
+_watchdog_restarts = [0]  # of those, how many followed a kill by the watchdog
 
 
 class Restart(int):
@@ -49,14 +53,25 @@ def restarts() -> int:
     return _restarts[0]
 
 
-def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None = None) -> int:
+def watchdog_restarts() -> int:
+    """In a child: how many of the restarts before it followed a kill by the watchdog."""
+    return _watchdog_restarts[0]
+
+
+def supervise(
+    target: Callable[[], int],
+    *,
+    on_death: Callable[[], None] | None = None,
+    watchdog: Watchdog | None = None,
+) -> int:
     """Run ``target`` in a forked child until it returns; restart it whenever it dies instead, or returns
     a :class:`Restart`. ``on_death()`` runs each time a child died without saying so, before anything else
     (the worker gives up the claims it left in its :class:`~tqadmin.pipeline.ledger.RunLedger`, charging a
     crash to its runs under way); whatever it raises is logged, never the end of the supervisor.
 
     SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
-    returned.
+    returned. With a ``watchdog``, a child whose intake loop stops turning is killed and restarted as one that
+    died (:mod:`tqadmin.pipeline.watchdog`).
     """
     fork = multiprocessing.get_context("fork")
     # A plain flag, not an Event: the handler must take no lock, or a second signal arriving while the first
@@ -71,7 +86,7 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     retrying = Retrying(Backoff(RESTART_BASE_S, RESTART_CAP_S))
-    _restarts[0] = 0
+    _restarts[0] = _watchdog_restarts[0] = 0
     try:
         while True:
             status_r, status_w = os.pipe()
@@ -79,10 +94,12 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
             process = fork.Process(target=_child, args=(target, status_w, life_r, life_w), name="tq-worker")
             child[:] = [process]
             started = time.monotonic()
+            if watchdog is not None:
+                watchdog.pulse.clear()
             process.start()
             os.close(status_w)
             os.close(life_r)
-            process.join()
+            killed = _join(process, watchdog)
             said = os.read(status_r, 2)
             os.close(status_r)
             os.close(life_w)
@@ -96,10 +113,11 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
                 retrying.succeeded()
             delay = retrying.failed()
             _restarts[0] += 1
+            _watchdog_restarts[0] += killed
             log.warning(
                 "worker process %s %s (exit %s); restart %d in %.2f s",
                 process.pid,
-                "stopped after a fault" if said else "died",
+                "stopped after a fault" if said else "killed by the watchdog" if killed else "died",
                 process.exitcode,
                 _restarts[0],
                 delay,
@@ -109,6 +127,29 @@ def supervise(target: Callable[[], int], *, on_death: Callable[[], None] | None 
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _join(process: multiprocessing.process.BaseProcess, watchdog: Watchdog | None) -> bool:
+    """Wait for the child to end; with a ``watchdog``, SIGKILL it once its intake loop is overdue (then
+    ``True``, after a warning that says how long it was quiet)."""
+    if watchdog is None:
+        process.join()
+        return False
+    while True:
+        process.join(WATCH_EVERY_S)
+        if process.exitcode is not None or process.pid is None:
+            return False
+        quiet = watchdog.overdue()
+        if quiet is not None:
+            log.warning(
+                "worker process %s: its intake loop has not turned for %.1f s (--watchdog %g); killing it",
+                process.pid,
+                quiet,
+                watchdog.limit_s,
+            )
+            os.kill(process.pid, signal.SIGKILL)
+            process.join()
+            return True
 
 
 def _survive(on_death: Callable[[], None]) -> None:

@@ -45,6 +45,7 @@ from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
+from tqadmin.pipeline.pulse import Pulse
 from tqadmin.pipeline.running import Runner, Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
@@ -55,6 +56,7 @@ from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
 from tqadmin.telemetry.counters import Telemetry
+from tqadmin.telemetry.progress import Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 __all__ = ["Worker", "WorkerSettings"]
@@ -73,9 +75,13 @@ class Worker:
         rng: random.Random | None = None,
         restarts: int = 0,
         ledger: RunLedger | None = None,
+        pulse: Pulse | None = None,
+        watchdog_restarts: int = 0,
     ) -> None:
         self.settings = settings
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
+        self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
+        self._pulse = pulse  # the intake loop's turns, for its supervisor's watchdog (--watchdog)
         # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
         self._ledger = ledger
         if ledger is not None:
@@ -104,6 +110,7 @@ class Worker:
         self._intake: Intake | None = None
         self._trouble = Trouble(self._stopping, self.request_stop)
         self._heartbeat = Heartbeat(self._trips, self.snapshot, settings.heartbeat_s)
+        self._intake_turn_at: float | None = None  # the consumer's I/O loop's last turn (epoch s)
 
     @property
     def failure(self) -> Exception | None:
@@ -157,6 +164,7 @@ class Worker:
             stopping=self._stopping,
         )
         consumer.watch_lost(intake.deliveries_lost)
+        consumer.watch_turns(self._turned)
         self._consumer, self._intake = consumer, intake
         for _ in range(s.concurrency):
             self._spawn(intake.serve)
@@ -228,6 +236,22 @@ class Worker:
             self._threads.append(thread)
         thread.start()
 
+    def _turned(self) -> None:
+        """The intake (I/O) loop turned: noted for the heartbeat and the supervisor's watchdog (a float
+        stored in each, in the I/O thread)."""
+        self._intake_turn_at = time.time()
+        if self._pulse is not None:
+            self._pulse.beat()
+
+    def progress(self) -> Progress:
+        """What the heartbeat says of this worker's progress (:mod:`tqadmin.telemetry.progress`)."""
+        return Progress(
+            threads=self.settings.concurrency,
+            busy=self._running.busy(),
+            intake_turn_at=self._intake_turn_at,
+            last_completion_at=self._running.last_end_at,
+        )
+
     def snapshot(self) -> WorkerSnapshot:
         """This worker now: what its heartbeat carries and its metrics endpoint serves."""
         return WorkerSnapshot(
@@ -242,4 +266,6 @@ class Worker:
             store_round_trips=0 if self._trips is None else self._trips.count,
             restarts=self.restarts,
             folded_task_types=self.telemetry.folded,
+            progress=self.progress(),
+            watchdog_restarts=self.watchdog_restarts,
         )

@@ -152,6 +152,7 @@ class LeasedConsumer(Consumer, Generic[T]):
             with self.background.io_loop(self.loop_name):
                 self.opened()
                 while not self._finished():
+                    self.report_turn()
                     self.background.check()
                     for delivery in self._one_turn():
                         on_message(delivery)

@@ -78,6 +78,7 @@ class Consumer(ABC):
     """
 
     _lost_listener: Callable[[], None] | None = None
+    _turn_listener: Callable[[], None] | None = None
 
     def watch_lost(self, listener: Callable[[], None]) -> None:
         """Have ``listener`` called (in the I/O thread: it must only note the fact) each time deliveries
@@ -90,6 +91,19 @@ class Consumer(ABC):
         """For plugins: deliveries handed out were just lost with the connection (see :meth:`watch_lost`)."""
         if self._lost_listener is not None:
             self._lost_listener()
+
+    def watch_turns(self, listener: Callable[[], None]) -> None:
+        """Have ``listener`` called (in the I/O thread: it must only note the time) at each turn of the I/O
+        loop, and at least every few seconds while the loop is healthy, idle or waiting out a reconnect:
+        the worker's heartbeat says when it last turned, so a loop that stopped turning (a driver stuck in
+        a call) is seen while the heartbeat, written by another thread, stays fresh. A plugin that never
+        reports leaves the loop unjudged, never judged stuck."""
+        self._turn_listener = listener
+
+    def report_turn(self) -> None:
+        """For plugins: the I/O loop turned (see :meth:`watch_turns`)."""
+        if self._turn_listener is not None:
+            self._turn_listener()
 
     @abstractmethod
     def run(self, on_message: Callable[[Delivery], None]) -> None:

@@ -46,7 +46,8 @@ class ForeignWorker:
     task events). ``heartbeat_age_s`` is ``None`` where the framework keeps no heartbeat the reader could
     find; a dead worker says why in ``dead_reason`` (its heartbeat past the framework's own time-to-live,
     its registry hash gone). ``state`` is the framework's own word (RQ's ``busy``/``idle``, Sidekiq's
-    ``quiet``).
+    ``quiet``). ``usual_run_s`` is the framework's own figure of how long this worker's jobs take, where it
+    keeps one (RQ: its total working time over the jobs it ran), for the wedged verdict.
     """
 
     framework: str
@@ -61,6 +62,7 @@ class ForeignWorker:
     state: str | None = None
     concurrency: int | None = None
     started_at: float | None = None
+    usual_run_s: float | None = None
 
 
 def liveness(alive: bool | None) -> str:

@@ -51,6 +51,7 @@ TASK_RUN = "tqadmin_task_run_seconds"  # histogram: run time
 
 # -- workers and cron (labels: profile; framework and state on workers) ----------------------------------
 WORKERS = "tqadmin_workers"  # workers by framework and state (live, dead)
+WORKERS_WEDGED = "tqadmin_workers_wedged"  # live workers judged wedged, by framework
 CRON_LATENESS = "tqadmin_cron_lateness_seconds"  # the latest schedule's lateness
 CRON_SCHEDULES = "tqadmin_cron_schedules"
 CRON_LEADER = "tqadmin_cron_leader"  # 1 while an instance holds the lease, 0 when none does

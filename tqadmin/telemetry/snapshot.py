@@ -14,6 +14,7 @@ from typing import Any
 
 from tqadmin.errors import BadResponse
 from tqadmin.telemetry.counters import StatsKey, TaskStats, summed
+from tqadmin.telemetry.progress import Progress
 
 SNAPSHOT_VERSION = 1
 
@@ -36,6 +37,8 @@ class WorkerSnapshot:
     store_round_trips: int = 0  # calls to the state store so far: claims, marks, renewals, heartbeats
     restarts: int = 0  # worker processes its supervisor started before this one (crashes, plugin faults)
     folded_task_types: int = 0  # task types recorded under "(other)", past the cap (Telemetry.folded)
+    progress: Progress | None = None  # None: written by a worker that did not report it (an older version)
+    watchdog_restarts: int = 0  # of the restarts, those its supervisor's watchdog made (intake stuck)
 
     @property
     def current_job(self) -> str | None:
@@ -59,6 +62,8 @@ class WorkerSnapshot:
             "store_round_trips": self.store_round_trips,
             "restarts": self.restarts,
             "folded": self.folded_task_types,
+            **({} if self.progress is None else {"progress": self.progress.to_json()}),
+            "watchdog_restarts": self.watchdog_restarts,
         }
 
     def encode(self) -> str:
@@ -78,6 +83,8 @@ class WorkerSnapshot:
             store_round_trips=int(document.get("store_round_trips", 0)),
             restarts=int(document.get("restarts", 0)),
             folded_task_types=int(document.get("folded", 0)),
+            progress=Progress.from_json(document["progress"]) if "progress" in document else None,
+            watchdog_restarts=int(document.get("watchdog_restarts", 0)),
         )
 
     @classmethod

@@ -163,7 +163,9 @@ class TqadminApp(App[None]):
         self._close_store_sources()
         s = self.settings
         if self._from_store[0]:
-            self.telemetry_source = StoreTelemetry(s.store_url, s.timeout_s, fresh=s.not_created_yet)
+            self.telemetry_source = StoreTelemetry(
+                s.store_url, s.timeout_s, fresh=s.not_created_yet, wedge_policy=s.wedged
+            )
             self.recorder = recorder_for(s, self.clock)
             self.history_reader = HistoryReader.of(s, self.clock)
         else:

@@ -11,9 +11,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from tqadmin import tables
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
 from tqadmin.store.recording import LIVE, Depths, Span
 
+human_duration = tables.human_duration  # its home is below every face: the judges' reasons use it too
 HISTORY_LEN = 30
 _BARS = "▁▂▃▄▅▆▇█"
 GAP_CELL = "·"
@@ -77,20 +79,6 @@ def sparkline(values: Iterable[int | None], width: int = 12) -> str:
         return _BARS[1] if flat else _BARS[max(1, min(steps, int(v * steps / top + 0.5)))]
 
     return "".join(cell(v) for v in points)
-
-
-def human_duration(seconds: float | None) -> str:
-    """``None`` as '-', otherwise the two largest units (``3m05s``, ``2h10m``, ``4d3h``)."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600}h"
 
 
 def human_rate(rate: float | None) -> str:

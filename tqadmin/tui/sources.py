@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tqadmin.file_access import Access
+from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.base import StateStore
@@ -19,6 +20,7 @@ from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.ledger import WorkerFigures, WorkerLedger
+from tqadmin.telemetry.wedged import WedgePolicy, judge_all
 from tqadmin.telemetry.window import SlidingTotals, window_stats
 from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
 
@@ -60,8 +62,10 @@ class StoreTelemetry:
         fresh: Fresh = never_fresh,
         *,
         connect: Callable[[], StateStore] | None = None,
+        wedge_policy: WedgePolicy | None = None,
     ) -> None:
         self.window_s = window_s
+        self._wedge_policy = wedge_policy or WedgePolicy()
         self._fresh = fresh
         self._store: Lazy[StateStore] = Lazy(
             connect or (lambda: open_store(store_url, timeout_s=timeout_s, access=Access.READ))
@@ -86,7 +90,8 @@ class StoreTelemetry:
         workers = []
         records = store.workers()
         self._ledger.update(record.snapshot for record in records)
-        for record in records:
+        verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], self._wedge_policy)
+        for record, verdict in zip(records, verdicts, strict=True):
             snap = record.snapshot
             totals = snap.totals()
             queues = ",".join(snap.queues)
@@ -99,6 +104,8 @@ class StoreTelemetry:
                     totals.done,
                     totals.failed,
                     record.alive,
+                    wedged=verdict.wedged,
+                    wedged_reason=verdict.short,
                 )
             )
         return TelemetryView(
@@ -106,24 +113,32 @@ class StoreTelemetry:
         )
 
 
-def foreign_worker_views(reading: WorkerReading | None) -> tuple[WorkerView, ...]:
-    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``."""
+def foreign_worker_views(
+    reading: WorkerReading | None, policy: WedgePolicy, now_s: float
+) -> tuple[WorkerView, ...]:
+    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``, each judged
+    wedged or not at ``now_s`` by what its framework exposes (:mod:`tqadmin.frameworks.wedged`)."""
     if reading is None:
         return ()
-    return tuple(
-        WorkerView(
-            w.name,
-            ",".join(w.queues),
-            w.heartbeat_age_s,
-            ", ".join(" ".join(filter(None, (job.task, job.id))) for job in w.current_jobs) or None,
-            None,
-            None,
-            w.alive,
-            w.framework,
-            w.dead_reason,
+    views = []
+    for w in reading.workers:
+        verdict = judge_foreign(w, policy, now_s, reading.tasks.get(w.framework))
+        views.append(
+            WorkerView(
+                w.name,
+                ",".join(w.queues),
+                w.heartbeat_age_s,
+                ", ".join(" ".join(filter(None, (job.task, job.id))) for job in w.current_jobs) or None,
+                None,
+                None,
+                w.alive,
+                w.framework,
+                w.dead_reason,
+                wedged=verdict.wedged,
+                wedged_reason=verdict.short,
+            )
         )
-        for w in reading.workers
-    )
+    return tuple(views)
 
 
 def task_type_views(

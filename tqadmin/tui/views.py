@@ -49,6 +49,8 @@ class WorkerView:
     alive: bool | None
     framework: str = "tqadmin"
     dead_reason: str | None = None
+    wedged: bool | None = False  # alive yet making no progress (None: nothing tells), why in wedged_reason
+    wedged_reason: str | None = None  # short: the screen has a cell for it (`tqadmin workers` says it all)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Workers of every framework: who is alive, what each is running, and which ones stopped beating and why.
+"""Workers of every framework: who is alive, what each is running, which ones stopped beating and which are
+wedged (alive yet making no progress: docs/pipeline.md), and why.
 
 tqadmin's own come from the state store (with their counts), RQ's, Sidekiq's and Dramatiq's from their
 registries on the broker, read with each poll of the queues and never written.
@@ -26,6 +27,7 @@ STATE_CELLS = {
     "dead": Text(" DEAD ", style="bold white on red"),
     "unknown": Text("  ?   ", style="black on yellow"),
 }
+WEDGED_CELL = Text("WEDGED", style="bold black on dark_orange")
 
 
 class WorkersScreen(DashboardScreen):
@@ -39,7 +41,15 @@ class WorkersScreen(DashboardScreen):
         yield Static(id="workers-status")
         table: DataTable[Text] = DataTable(id="workers", cursor_type="row", zebra_stripes=True)
         table.add_columns(
-            "worker", "framework", "state", "heartbeat", "why dead", "queue", "current job", "done", "failed"
+            "worker",
+            "framework",
+            "state",
+            "heartbeat",
+            "why dead or wedged",
+            "queue",
+            "current job",
+            "done",
+            "failed",
         )
         yield table
         yield Footer()
@@ -54,7 +64,8 @@ class WorkersScreen(DashboardScreen):
         table = self.query_one("#workers", DataTable)
         table.clear()
         view = self.tq.telemetry
-        workers = (*(view.workers if view else ()), *foreign_worker_views(self.tq.foreign_workers))
+        others = foreign_worker_views(self.tq.foreign_workers, self.tq.settings.wedged, self.tq.clock())
+        workers = (*(view.workers if view else ()), *others)
         errors = [
             *([f"tqadmin's heartbeats: {self.tq.telemetry_error}"] if self.tq.telemetry_error else []),
             *(
@@ -74,6 +85,9 @@ class WorkersScreen(DashboardScreen):
             text.append(f" {states['live']} live")
             if states["dead"]:
                 text.append(f", {states['dead']} dead (see why)", style="bold red")
+            wedged = sum(bool(w.wedged) for w in workers)
+            if wedged:
+                text.append(f", {wedged} wedged (see why)", style="bold dark_orange")
             if states["unknown"]:
                 text.append(f", {states['unknown']} unknown (Celery without task events)", style="yellow")
             text.append(f" · {', '.join(frameworks)}", style="dim")
@@ -81,16 +95,20 @@ class WorkersScreen(DashboardScreen):
             text.append(f"\n cannot read {error}", style="bold red")
         status.update(text)
         for w in sorted(
-            workers, key=lambda w: (w.alive is not False, w.framework != "tqadmin", w.framework, w.id)
+            workers,
+            key=lambda w: (w.alive is not False, not w.wedged, w.framework != "tqadmin", w.framework, w.id),
         ):
-            state = STATE_CELLS[liveness(w.alive)]
+            state = WEDGED_CELL if w.wedged else STATE_CELLS[liveness(w.alive)]
+            why = w.dead_reason or ("no heartbeat" if w.alive is False else "")
+            if w.wedged and w.wedged_reason:
+                why = w.wedged_reason
             age = "-" if w.heartbeat_age_s is None else human_duration(w.heartbeat_age_s)
             table.add_row(
                 literal(w.id, "red" if w.alive is False else ""),
                 literal(w.framework, "dim" if w.framework == "tqadmin" else "bold"),
                 state,
                 Text(age, justify="right", style="bold red" if w.alive is False else ""),
-                literal(w.dead_reason or ("no heartbeat" if w.alive is False else ""), "red"),
+                literal(why, "dark_orange" if w.wedged else "red"),
                 literal(w.queue),
                 literal(w.current_job or "idle", "" if w.current_job else "dim"),
                 Text("-" if w.done is None else str(w.done), justify="right"),
