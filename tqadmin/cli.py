@@ -49,6 +49,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "workers": ("workers", "live and dead workers with heartbeat age and current job"),
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
     "exporter": ("exporter", "serve every profile's queues, workers and task metrics to Prometheus"),
+    "pause": ("pause", "stop every worker starting a queue's (or one task type's) jobs, for a while"),
+    "resume": ("resume", "end a pause: the workers start the jobs again"),
+    "pauses": ("pauses", "the pauses that stand: what, why, who, since, until"),
 }
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 # Global options followed by a value, which is not a command name even when it reads like one (the broker
