@@ -43,9 +43,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     try:
         with ctx.admin() as admin:
             pausing.refuse_foreign(admin, "pause", args.queue)
-    except NoDatabase as missing:  # the embedded broker not created yet: no other framework's queue in it
-        if ctx.settings.not_created_yet(missing) is None:
-            raise
+    except NoDatabase:  # an SQLite broker not created yet: no queue in it, another framework's or not
+        pass
     with open_writer(ctx) as store:
         written, warnings = pausing.pause(
             ctx.settings, store, target, reason=args.reason, for_s=for_s, via="cli"

@@ -6,21 +6,24 @@ import argparse
 import functools
 import signal
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from typing import TYPE_CHECKING
 
 from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError, UsageError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.ledger import RunLedger, recover_claims
+from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
 from tqadmin.pipeline.supervisor import Restart, restarts, supervise
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.background import PluginFault
+from tqadmin.store.pauses import open_pauses
 from tqadmin.telemetry.endpoint import MetricsServer
 from tqadmin.telemetry.prometheus import worker_families
 
@@ -46,6 +49,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-payload-bytes", type=positive(int), default=DEFAULT_MAX_BYTES, metavar="N")
     parser.add_argument(
         "--heartbeat", type=positive(float), default=2.0, metavar="S", help="heartbeat interval"
+    )
+    parser.add_argument(
+        "--pause-recheck",
+        type=positive(float),
+        default=DEFAULT_RECHECK_S,
+        metavar="S",
+        help="a paused job is put back for at most S seconds before it is looked at again (default 10)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -83,6 +93,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         max_payload_bytes=args.max_payload_bytes,
         dedup=not args.no_dedup,
         heartbeat_s=args.heartbeat,
+        pause_recheck_s=args.pause_recheck,
     )
 
 
@@ -104,8 +115,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             store = opening()
             store.check()
-            with ctx.plugin().transport(ctx.broker_config()) as transport:
-                worker = Worker(settings, transport, store, registry, restarts=restarts(), ledger=ledger)
+            pauses = open_pauses(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
+            with ctx.plugin().transport(ctx.broker_config()) as transport, closing(pauses):
+                worker = Worker(
+                    settings, transport, store, registry, restarts=restarts(), ledger=ledger, pauses=pauses
+                )
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())
                 with _metrics(args, worker):

@@ -45,6 +45,7 @@ from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
+from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.running import Runner, Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
@@ -54,6 +55,7 @@ from tqadmin.pipeline.trouble import Trouble
 from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
+from tqadmin.store.pauses import PauseStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
@@ -73,8 +75,11 @@ class Worker:
         rng: random.Random | None = None,
         restarts: int = 0,
         ledger: RunLedger | None = None,
+        pauses: PauseStore | None = None,
     ) -> None:
         self.settings = settings
+        # what must not start now, read each heartbeat (None: no pause is ever read)
+        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s)
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
         # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
         self._ledger = ledger
@@ -119,6 +124,7 @@ class Worker:
         once_reachable(lambda: self.transport.declare(s.queue), waiting, START_WAIT_S, "no broker yet")
         for warning in self.transport.consumer_warnings(s.queue, s.job_timeout_s):
             log.warning("%s", warning)
+        self._pauses.refresh()  # a worker started while a pause stands takes nothing paused
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
         leased = self.transport.capabilities.leased
         holding = HoldingConsumer(consumer) if leased else None
@@ -144,6 +150,7 @@ class Worker:
             trouble=self._trouble,
             copies=copies,
             ledger=self._ledger,
+            pauses=self._pauses,
         )
         intake = Intake(
             s,
@@ -170,6 +177,7 @@ class Worker:
             settler=settler,
             release_lost=intake.release_lost,
             stop_if_asked=self._stop_if_asked,
+            pauses=self._pauses,
         )
         watching = threading.Thread(
             target=monitor.watch,
