@@ -4,6 +4,7 @@ file) and on Redis; the audit records, the refusals (read-only, no ``--for``, an
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,25 @@ def test_another_frameworks_queue_is_refused(
         assert way in error and "nothing was written" in error
     assert run_json(capsys, "--store", store, "pauses")[1] == {"pauses": []}
     assert audit_lines(isolated_env) == []
+
+
+def test_queues_show_their_pauses(isolated_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for queue in ("orders", "mail"):
+        assert main(["publish", "--queue", queue, "--job", '{"task_type": "charge"}']) == 0
+    capsys.readouterr()
+    assert (
+        run_json(
+            capsys, "pause", "orders", "--task-type", "charge", "--for", "2h", "--reason", "psp", "--yes"
+        )[0]
+        == 0
+    )
+    code, listed = run_json(capsys, "queues")
+    assert code == 0
+    paused = {q["name"]: q["paused"] for q in listed["queues"]}
+    assert paused["mail"] == []
+    [charge] = paused["orders"]
+    assert (charge["task_type"], charge["reason"]) == ("charge", "psp") and charge["left_s"] > 7000
+    assert main(["queues"]) == 0
+    assert re.search(
+        r"^paused orders \(charge\): paused (1h59m|2h00m) left: psp$", capsys.readouterr().out, re.M
+    )

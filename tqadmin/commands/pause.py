@@ -12,9 +12,10 @@ import argparse
 from tqadmin.admin import gate, pausing
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.pauses import add_target, describe, open_writer, target_of, warn
+from tqadmin.commands.pauses import add_target, open_writer, target_of, warn
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.store.pauses import FOREVER, parse_duration
+from tqadmin.tables import printable
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,5 +53,5 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         now = store.now()
     warn(ctx, warnings)
     document = {"action": "pause", "target": args.queue, "pause": written.to_json(now)}
-    ctx.emit(document, lambda: f"paused {target.describe()}: {describe(written, now)}")
+    ctx.emit(document, lambda: printable(f"paused {target.describe()}: {written.describe(now)}"))
     return 0

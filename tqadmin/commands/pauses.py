@@ -10,7 +10,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase
 from tqadmin.file_access import Access
 from tqadmin.store.pauses import Pause, PauseStore, Target, iso, open_pauses
-from tqadmin.tables import printable, table
+from tqadmin.tables import table
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -40,7 +40,7 @@ def render(standing: list[Pause], now: float) -> str:
         (
             p.target.schedule or p.target.queue,
             p.target.task_type or ("(schedule)" if p.target.schedule else "(all)"),
-            _left(p, now),
+            p.left_text(now),
             "forever" if p.until is None else iso(p.until),
             p.who,
             iso(p.since),
@@ -49,24 +49,6 @@ def render(standing: list[Pause], now: float) -> str:
         for p in standing
     ]
     return table(("TARGET", "TASK TYPE", "LEFT", "UNTIL", "WHO", "SINCE", "REASON"), rows)
-
-
-def describe(pause: Pause, now: float) -> str:
-    """``paused 12m left: <reason>``, as every face shows a pause."""
-    left = _left(pause, now)
-    said = "paused until resumed" if pause.until is None else f"paused {left} left"
-    return printable(f"{said}: {pause.reason}" if pause.reason else said)
-
-
-def _left(pause: Pause, now: float) -> str:
-    left = pause.left_s(now)
-    if left is None:
-        return "forever"
-    minutes, seconds = divmod(int(left + 0.5), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m" if minutes >= 10 else (f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s")
 
 
 def add_target(parser: argparse.ArgumentParser, what: str) -> None:

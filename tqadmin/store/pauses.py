@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tqadmin.errors import UsageError
+from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.file_access import Access
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
@@ -97,6 +100,24 @@ class Pause:
         t = self.target
         return t.queue == queue and t.task_type in (None, task_type)
 
+    def left_text(self, now: float) -> str:
+        """``forever``, ``45s``, ``3m05s``, ``12m``, ``2h05m``: as long as it takes to judge it."""
+        left = self.left_s(now)
+        if left is None:
+            return FOREVER
+        minutes, seconds = divmod(int(left + 0.5), 60)
+        hours, minutes = divmod(minutes, 60)
+        if hours:
+            return f"{hours}h{minutes:02d}m"
+        if minutes >= 10:
+            return f"{minutes}m"
+        return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+    def describe(self, now: float) -> str:
+        """``paused 12m left: <reason>``, as every face shows a pause (the task type said by the caller)."""
+        said = "paused until resumed" if self.until is None else f"paused {self.left_text(now)} left"
+        return f"{said}: {self.reason}" if self.reason else said
+
     def to_json(self, now: float | None = None) -> dict[str, Any]:
         """The record of ``tqadmin pauses --json`` (docs/interface.md), times in ISO 8601 UTC."""
         t = self.target
@@ -128,6 +149,22 @@ class Pause:
             float(fields["since"]),
             None if until is None else float(until),
         )
+
+
+def read_standing(url: str, timeout_s: float = 10.0) -> tuple[float, list[Pause]]:
+    """The pauses standing in the state store at ``url``, read without writing anything (for the listings
+    that show them beside other figures); a store file not created yet holds none."""
+    try:
+        with closing(open_pauses(url, timeout_s=timeout_s, access=Access.READ)) as store:
+            return store.standing()
+    except NoDatabase:
+        return time.time(), []
+
+
+def of_queue(pauses: Iterable[Pause], queue: str) -> list[Pause]:
+    """The pauses of ``queue``: the whole queue's first, then its task types' by name."""
+    mine = [p for p in pauses if p.target.queue == queue]
+    return sorted(mine, key=lambda p: (p.target.task_type is not None, p.target.task_type or ""))
 
 
 def iso(epoch_s: float) -> str:
