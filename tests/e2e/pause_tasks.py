@@ -29,3 +29,13 @@ def alpha(ctx: Any, job: dict[str, Any]) -> None:
 @task("beta", max_retries=3)
 def beta(ctx: Any, job: dict[str, Any]) -> None:
     _run(ctx, job)
+
+
+@task("gamma", max_retries=3)
+def gamma(ctx: Any, job: dict[str, Any]) -> None:
+    """Fails its first run (a retry falls due later), then succeeds."""
+    key = job["key"]
+    _redis.rpush(f"{key}:starts", f"{ctx.job_id}|{ctx.task_type}|{ctx.attempt}|{time.time()!r}")
+    if ctx.attempt == 1:
+        raise RuntimeError("first run fails on purpose")
+    _redis.hincrby(f"{key}:done", ctx.job_id, 1)

@@ -4,7 +4,8 @@ Two task types flow through two workers; one type is paused mid-run: none of its
 heartbeat after the pause (plus the slack of a loaded machine), the other type keeps completing, and after the
 resume every job has run exactly once, each on its first attempt (no attempt charged, no retry, nothing
 dead-lettered). A whole queue paused and resumed the same way, and a worker started while a pause stands
-takes nothing paused.
+takes nothing paused; retries falling due during a pause wait for the resume without burning an attempt; a
+pause that runs out resumes the work without anyone.
 """
 
 from __future__ import annotations
@@ -121,7 +122,53 @@ def test_a_paused_queue_takes_nothing_until_resumed(request: pytest.FixtureReque
         p.wait_for(lambda: len(done(p)) == len(ids), 120, "every job after the resume")
         every_job_ran_once_uncharged(p, ids)
     finally:
-        p.stop_all()
-        keys = list(p.redis.scan_iter(f"{p.key}:*"))
-        if keys:
-            p.redis.delete(*keys)
+        _clean(p)
+
+
+def _clean(p: Pipeline) -> None:
+    p.stop_all()
+    keys = list(p.redis.scan_iter(f"{p.key}:*"))
+    if keys:
+        p.redis.delete(*keys)
+
+
+@pytest.mark.parametrize("broker", [broker_param("redis_pipeline"), broker_param("sqlite_pipeline")])
+def test_retries_falling_due_during_a_pause_wait_for_the_resume(
+    request: pytest.FixtureRequest, broker: str
+) -> None:
+    p: Pipeline = request.getfixturevalue(broker)
+    try:
+        ids = p.publish([{"task_type": "gamma", "id": f"g-{i}"} for i in range(10)])
+        p.start_with_tasks(TASKS, *WORKER, "--backoff-base", "4", "--backoff-cap", "4")
+        p.wait_for(lambda: started(p, "gamma") >= 10, 120, "every first run")
+        cli(p, "pause", p.queue, "--task-type", "gamma", "--for", "forever")
+        paused_at = time.time()
+        time.sleep(6)  # every retry (at most 4 s) falls due while the pause stands
+        late = [at - paused_at for _, _, _, at in starts(p) if at > paused_at + HEARTBEAT_S + SLACK_S]
+        assert late == [], p.log_text()
+        cli(p, "resume", p.queue, "--task-type", "gamma")
+        p.wait_for(lambda: len(done(p)) == len(ids), 120, "every retry after the resume")
+        time.sleep(HEARTBEAT_S)
+        runs: dict[str, list[int]] = {}
+        for job, _, attempt, _ in starts(p):
+            runs.setdefault(job, []).append(attempt)
+        assert {job: sorted(a) for job, a in runs.items()} == {job: [1, 2] for job in ids}  # nothing burnt
+        assert done(p) == dict.fromkeys(ids, 1)
+    finally:
+        _clean(p)
+
+
+@pytest.mark.parametrize("broker", [broker_param("redis_pipeline"), broker_param("sqlite_pipeline")])
+def test_an_expiry_resumes_without_anyone(request: pytest.FixtureRequest, broker: str) -> None:
+    p: Pipeline = request.getfixturevalue(broker)
+    try:
+        cli(p, "pause", p.queue, "--for", "4s")
+        until = time.time() + 4
+        ids = publish(p, 20, 0.0)
+        p.start_with_tasks(TASKS, *WORKER)
+        p.wait_for(lambda: len(done(p)) == len(ids), 120, "every job after the expiry")
+        first = min(at for _, _, _, at in starts(p))
+        assert first >= until - 1.0  # nothing before the pause ran out (the worker's clock may lead a little)
+        every_job_ran_once_uncharged(p, ids)
+    finally:
+        _clean(p)
