@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import redis
 from storekit import StoreFactory
 
 from tqadmin.errors import UsageError
 from tqadmin.file_access import Access
 from tqadmin.store.pauses import Pause, PauseStore, Target, open_pauses, parse_duration
+from tqadmin.store.redis_pauses import pause_keys
 
 
 @pytest.fixture
@@ -110,3 +115,20 @@ def test_forever_is_said_and_nonsense_refused() -> None:
     for bad in ("", "10", "-5m", "0s", "soon", "1w"):
         with pytest.raises(UsageError, match="30s, 10m, 2h"):
             parse_duration(bad)
+
+
+def test_a_record_no_tqadmin_wrote_is_skipped(pauses: PauseStore, stores: StoreFactory) -> None:
+    pauses.pause(Target(queue="q"), reason="r", who="w", for_s=None)
+    prefix = stores.url.rpartition("prefix=")[2]
+    if stores.kind == "sqlite":
+        path = stores.url.partition(":///")[2].partition("?")[0]
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("INSERT INTO tq_pauses VALUES (?, 'not json', '', '', 0, NULL)", (prefix,))
+            db.execute("INSERT INTO tq_pauses VALUES (?, '[1]', '', '', 0, NULL)", (prefix,))
+    else:
+        server = stores.url.partition("?")[0]
+        cluster = stores.kind == "redis-cluster"
+        client: Any = redis.RedisCluster.from_url(server) if cluster else redis.Redis.from_url(server)
+        client.hset(pause_keys(prefix)[0], mapping={"garbage": "{", '["x", null, null]': "[]"})
+        client.close()
+    assert [p.target for p in pauses.standing()[1]] == [Target(queue="q")]

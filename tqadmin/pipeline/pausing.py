@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tqadmin.errors import TqadminError
 from tqadmin.masking import shown
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
@@ -62,7 +61,7 @@ class PauseWatch:
             return
         try:
             now, pauses = self._source.standing()
-        except TqadminError as exc:
+        except Exception as exc:  # the store away, or an answer it should not give: the monitor goes on
             if self._trouble.allow():
                 log.warning("could not read the pauses (the last ones read stand): %s", exc)
             return

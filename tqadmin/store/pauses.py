@@ -14,21 +14,23 @@ them atomically and returns only what this call deleted, for its caller to audit
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from tqadmin.errors import NoDatabase, UsageError
+from tqadmin.errors import BadResponse, NoDatabase, UsageError
 from tqadmin.file_access import Access
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 
+log = logging.getLogger("tqadmin.pauses")
 FOREVER = "forever"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -67,7 +69,11 @@ class Target:
 
     @classmethod
     def from_key(cls, key: str) -> Target:
-        queue, task_type, schedule = json.loads(key)
+        """The target a record names; :class:`ValueError` for a name no tqadmin wrote."""
+        fields = json.loads(key)
+        if not isinstance(fields, list) or len(fields) != 3:
+            raise ValueError("not a pause target")
+        queue, task_type, schedule = (f if f is None else str(f) for f in fields)
         return cls(queue, task_type, schedule)
 
     def describe(self) -> str:
@@ -140,15 +146,38 @@ class Pause:
 
     @classmethod
     def decode(cls, key: str, document: str | bytes) -> Pause:
-        fields = json.loads(document)
-        until = fields.get("until")
-        return cls(
-            Target.from_key(key),
-            str(fields.get("reason", "")),
-            str(fields.get("who", "")),
-            float(fields["since"]),
-            None if until is None else float(until),
-        )
+        """The record as :meth:`encode` wrote it; :class:`BadResponse` (exit 4) for one no tqadmin wrote."""
+        try:
+            fields = json.loads(document)
+            until = fields.get("until")
+            return cls(
+                Target.from_key(key),
+                str(fields.get("reason", "")),
+                str(fields.get("who", "")),
+                float(fields["since"]),
+                None if until is None else float(until),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise unreadable(exc) from None
+
+
+R = TypeVar("R")
+
+
+def unreadable(exc: Exception) -> BadResponse:
+    return BadResponse(f"the state store holds a pause record tqadmin cannot read ({exc})")
+
+
+def readable(decode: Callable[[R], Pause], records: Iterable[R]) -> list[Pause]:
+    """The records that decode; one that does not is skipped with a warning, so a stray record never hides
+    the others from a listing nor stops a worker reading them."""
+    pauses = []
+    for record in records:
+        try:
+            pauses.append(decode(record))
+        except BadResponse as exc:
+            log.warning("%s: skipped", exc)
+    return pauses
 
 
 def read_standing(url: str, timeout_s: float = 10.0) -> tuple[float, list[Pause]]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqadmin.redis_client import NOW_MS, Script, connect, run_scripts, server_time, text, translated
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.pauses import Pause, PauseStore, Target
+from tqadmin.store.pauses import Pause, PauseStore, Target, readable
 from tqadmin.store.redis_store import FLAG, _where
 
 if TYPE_CHECKING:
@@ -109,12 +109,13 @@ class RedisPauses(PauseStore):
         with translated(_where(self.url), FLAG):
             records = self._client.hgetall(self._keys[0])
         now = self.now()
-        pauses = [Pause.decode(text(key), text(value)) for key, value in records.items()]
+        pauses = readable(lambda item: Pause.decode(text(item[0]), text(item[1])), records.items())
         return now, sorted((p for p in pauses if not p.expired(now)), key=_oldest_first)
 
     def reap(self) -> list[Pause]:
         flat = self._eval(_REAP)
-        return [Pause.decode(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat), 2)]
+        pairs = [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return readable(lambda pair: Pause.decode(*pair), pairs)
 
     def delete_prefix(self) -> int:
         """Delete this prefix's pauses (tests and clean-up); returns how many keys went."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from tqadmin.file_access import Access
 from tqadmin.sqlite_file import SQLiteFile
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.pauses import Pause, PauseStore, Target
+from tqadmin.store.pauses import Pause, PauseStore, Target, readable, unreadable
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_pauses (ns TEXT NOT NULL, target TEXT NOT NULL, reason TEXT NOT NULL,"
@@ -80,7 +80,7 @@ class SQLitePauses(PauseStore):
                 " ORDER BY since_ms, target",
                 (self.prefix, now),
             ).fetchall()
-        return now / 1000, [_pause(row) for row in rows]
+        return now / 1000, readable(_pause, rows)
 
     def reap(self) -> list[Pause]:
         now = self._now_ms()
@@ -90,7 +90,7 @@ class SQLitePauses(PauseStore):
                 (self.prefix, now),
             ).fetchall()
             db.execute("DELETE FROM tq_pauses WHERE ns = ? AND until_ms <= ?", (self.prefix, now))
-        return [_pause(row) for row in rows]
+        return readable(_pause, rows)
 
     def delete_prefix(self) -> int:
         """Delete this prefix's pauses (tests and clean-up); returns how many."""
@@ -103,6 +103,13 @@ class SQLitePauses(PauseStore):
 
 def _pause(row: sqlite3.Row | tuple[str, str, str, int, int | None]) -> Pause:
     target, reason, who, since_ms, until_ms = row
-    return Pause(
-        Target.from_key(target), reason, who, since_ms / 1000, None if until_ms is None else until_ms / 1000
-    )
+    try:
+        return Pause(
+            Target.from_key(target),
+            str(reason),
+            str(who),
+            float(since_ms) / 1000,
+            None if until_ms is None else float(until_ms) / 1000,
+        )
+    except (ValueError, TypeError) as exc:
+        raise unreadable(exc) from None
