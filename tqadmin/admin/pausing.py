@@ -53,12 +53,17 @@ def refuse_foreign(admin: BrokerAdmin, action: str, queue: str) -> None:
     try:
         admin.require_writable(action, queue)
     except QueueReadOnly as refusal:
-        said = f"{refusal.reason} {queue.split(':', maxsplit=1)[0]}".lower()
-        own = next((way for name, way in FRAMEWORK_PAUSE.items() if name.lower() in said), None)
-        if own is None:
-            raise
-        reason = f"{refusal.reason.split(';')[0]}; its workers never read tqadmin's pauses: {own}"
-        raise QueueReadOnly(queue, reason, action) from None
+        raise QueueReadOnly(queue, foreign_reason(queue, refusal.reason), action) from None
+
+
+def foreign_reason(queue: str, read_only: str) -> str:
+    """Why a queue the broker shows read-only (``read_only``: its reason) is not paused by tqadmin, with the
+    framework's own way to stop its work where it is known."""
+    said = f"{read_only} {queue.split(':', maxsplit=1)[0]}".lower()
+    own = next((way for name, way in FRAMEWORK_PAUSE.items() if name.lower() in said), None)
+    if own is None:
+        return read_only
+    return f"{read_only.split(';', maxsplit=1)[0]}; its workers never read tqadmin's pauses: {own}"
 
 
 def pause(

@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.signal import Signal
 from textual.timer import Timer
 
+from tqadmin.admin import gate, pausing
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectError, NoDatabase, TqadminError
@@ -56,6 +57,7 @@ from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
 from tqadmin.tui.sources import WINDOW_S, FrameworkTasks, StoreCron, StorePauses, StoreTelemetry, span_view
 from tqadmin.tui.state import PollState
+from tqadmin.tui.text import clean
 from tqadmin.tui.views import CronSource, CronView, TaskTypeView, TelemetrySource, TelemetryView
 from tqadmin.tui.widgets.queue_table import TREND_WIDTH
 
@@ -468,6 +470,25 @@ class TqadminApp(App[None]):
             self.notify(reason, title="not allowed", severity="warning")
             return
         self.push_screen(ActionScreen(request, default_target(request)))
+
+    def start_pause(self, queue: str | None) -> None:
+        """``p``: the pause dialog of ``queue``, unless the profile or the queue refuses it."""
+        from tqadmin.tui.screens.pause import PauseScreen
+
+        if queue is None:
+            self.notify("select a queue first", severity="warning")
+            return
+        try:
+            gate.check_profile(self.settings, "pause")
+        except TqadminError as refused:
+            self.notify(str(refused), title="not allowed", severity="warning")
+            return
+        stats = self.board.stats.get(queue)
+        if stats is not None and stats.read_only:
+            said = f"pause is disabled for {queue}: it is {pausing.foreign_reason(queue, stats.read_only)}"
+            self.notify(clean(said), title="not allowed", severity="warning")
+            return
+        self.push_screen(PauseScreen(queue, self.pauses[1], self.pauses[0]))
 
     def on_unmount(self) -> None:
         self._drop_admin()
