@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
     "exporter": ("exporter", "serve every profile's queues, workers and task metrics to Prometheus"),
     "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
+    "pause": ("pause", "stop every worker starting a queue's (or one task type's) jobs, for a while"),
+    "resume": ("resume", "end a pause: the workers start the jobs again"),
+    "pauses": ("pauses", "the pauses that stand: what, why, who, since, until"),
 }
 # Commands that read no settings: a broken config file or profile must not break them (the completion script
 # runs at every shell start).

@@ -12,13 +12,16 @@ the queues an on-call engineer looks for are not buried under 25 tiers each; ``-
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+from typing import Any
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NoDatabase
+from tqadmin.errors import NoDatabase, TqadminError
 from tqadmin.finite import finite
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import DrainWindow, drain_text
-from tqadmin.plugin.models import QueueListing
+from tqadmin.plugin.models import QueueListing, QueueStats
+from tqadmin.store.pauses import Pause, of_queue, read_standing
 from tqadmin.tables import printable, table
 
 
@@ -44,14 +47,40 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         listing, unavailable = QueueListing(()), {}
     listed = work_queues(listing.queues, include_delay_queues=args.all_queues)
     queues = [q for q in listed if not args.name_filter or args.name_filter in q.name]
+    now, pauses = _pauses(ctx)
     document = {
-        "queues": [q.to_json() for q in queues],
+        "queues": [{**q.to_json(), "paused": _paused_json(pauses, q.name, now)} for q in queues],
         "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
         "unavailable": unavailable,
     }
     shown = QueueListing(tuple(queues), listing.alarms, listing.broker)
-    ctx.emit(document, lambda: render(shown, unavailable))
+    ctx.emit(document, lambda: "\n".join([render(shown, unavailable), *paused_lines(queues, pauses, now)]))
     return 0
+
+
+def _pauses(ctx: CommandContext) -> tuple[float, list[Pause] | None]:
+    """The pauses standing in the profile's store; ``None`` (each queue's ``paused`` null, a warning on
+    stderr) when the store cannot be read: the queues are still listed."""
+    try:
+        return read_standing(ctx.settings.store_url, ctx.settings.timeout_s)
+    except TqadminError as exc:
+        ctx.progress(f"tqadmin: warning: the pauses could not be read: {exc}")
+        return 0.0, None
+
+
+def _paused_json(pauses: list[Pause] | None, queue: str, now: float) -> list[dict[str, Any]] | None:
+    """``paused``: the queue's pauses (``task_type`` null for the whole queue), [] when none, null unknown."""
+    return None if pauses is None else [p.to_json(now) for p in of_queue(pauses, queue)]
+
+
+def paused_lines(queues: Iterable[QueueStats], pauses: list[Pause] | None, now: float) -> list[str]:
+    """``paused orders (charge_card): paused 12m left: <reason>``, one line per pause of a queue listed."""
+    lines = []
+    for q in queues:
+        for p in of_queue(pauses or (), q.name):
+            what = f"{q.name} ({p.target.task_type})" if p.target.task_type else q.name
+            lines.append(printable(f"paused {what}: {p.describe(now)}"))
+    return lines
 
 
 def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> str:

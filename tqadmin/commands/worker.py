@@ -6,23 +6,26 @@ import argparse
 import functools
 import signal
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from typing import TYPE_CHECKING
 
 from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError, UsageError
+from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.ledger import RunLedger, recover_claims
+from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
 from tqadmin.pipeline.pulse import Pulse
 from tqadmin.pipeline.supervisor import Restart, restarts, supervise, watchdog_restarts
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.background import PluginFault
+from tqadmin.store.pauses import open_pauses
 from tqadmin.telemetry.endpoint import MetricsServer
 from tqadmin.telemetry.prometheus import worker_families
 
@@ -48,6 +51,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-payload-bytes", type=positive(int), default=DEFAULT_MAX_BYTES, metavar="N")
     parser.add_argument(
         "--heartbeat", type=positive(float), default=2.0, metavar="S", help="heartbeat interval"
+    )
+    parser.add_argument(
+        "--pause-recheck",
+        type=positive(float),
+        default=DEFAULT_RECHECK_S,
+        metavar="S",
+        help="a paused job is put back for at most S seconds before it is looked at again (default 10)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -92,6 +102,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         max_payload_bytes=args.max_payload_bytes,
         dedup=not args.no_dedup,
         heartbeat_s=args.heartbeat,
+        pause_recheck_s=args.pause_recheck,
     )
 
 
@@ -114,7 +125,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             store = opening()
             store.check()
-            with ctx.plugin().transport(ctx.broker_config()) as transport:
+            pauses = open_pauses(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
+            with ctx.plugin().transport(ctx.broker_config()) as transport, closing(pauses):
                 worker = Worker(
                     settings,
                     transport,
@@ -124,6 +136,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     ledger=ledger,
                     pulse=None if watchdog is None else watchdog.pulse,
                     watchdog_restarts=watchdog_restarts(),
+                    pauses=pauses,
                 )
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())

@@ -34,6 +34,7 @@ from tqadmin.plugin.workers import WorkerReading, liveness
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
+from tqadmin.store.pauses import Pause, PauseStore, open_pauses
 from tqadmin.store.readers import Lazy, unless_fresh
 from tqadmin.store.recording import history_name, recorder_for
 from tqadmin.telemetry.counters import TaskStats
@@ -63,6 +64,7 @@ class Reading:
     folded_task_types: int = 0  # task types the listed workers folded into "(other)", added up
     framework_folded: Mapping[str, int] = field(default_factory=dict)  # the same by their listeners
     cron: CronStatus | None = None
+    pauses: tuple[Pause, ...] = ()
     up: bool = False
     last_success_s: float | None = None  # wall clock
     duration_s: float | None = None
@@ -94,6 +96,9 @@ class ProfilePoller:
         self._store: Lazy[StateStore] = Lazy(
             lambda: open_store(settings.store_url, timeout_s=timeout, access=Access.READ)
         )
+        self._pauses: Lazy[PauseStore] = Lazy(
+            lambda: open_pauses(settings.store_url, timeout_s=timeout, access=Access.READ)
+        )
         self._cron: Lazy[CronStore] = Lazy(
             lambda: open_cron_store(settings.store_url, cron_namespace, timeout, access=Access.READ)
         )
@@ -116,7 +121,7 @@ class ProfilePoller:
             stop.wait(poll_retry_delay(self._failures, self.interval_s))
 
     def close(self) -> None:
-        for part in (self._admin, self._store, self._cron):
+        for part in (self._admin, self._store, self._cron, self._pauses):
             part.close()
         if self._recorder is not None:
             self._recorder.close()
@@ -132,6 +137,8 @@ class ProfilePoller:
             "state store", lambda: self._store.use(lambda s: s.workers()), no_workers, failed
         )
         cron = self._part("cron", lambda: self._cron.use(read_status), None, failed)
+        no_pauses: tuple[Pause, ...] = ()
+        pauses = self._part("pauses", lambda: self._pauses.use(_standing), no_pauses, failed)
         others = self._part(
             "worker registries", lambda: self._admin.use(_framework_workers), WorkerReading(), failed
         )
@@ -157,6 +164,7 @@ class ProfilePoller:
                 folded_task_types=last.folded_task_types if records is None else _folded(records),
                 framework_folded=last.framework_folded if others is None else others.folded,
                 cron=last.cron if "cron" in failed else cron,
+                pauses=last.pauses if pauses is None else pauses,
                 up=not failed,
                 last_success_s=last.last_success_s if failed else self._clock(),
                 duration_s=time.monotonic() - started,
@@ -212,6 +220,10 @@ class ProfilePoller:
         elif self._failing:
             log.warning("profile %s: read again after %d failed polls", self.profile, self._failures)
             self._failing, self._failures = set(), 0
+
+
+def _standing(store: PauseStore) -> tuple[Pause, ...]:
+    return tuple(store.standing()[1])
 
 
 def profile_label(settings: Settings) -> str:

@@ -122,6 +122,7 @@ def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> 
         ),
         *_workers(readings),
         *_cron(readings),
+        *_pauses(readings),
     ]
 
 
@@ -228,6 +229,30 @@ def _workers(readings: Sequence[Reading]) -> list[Metric]:
         for framework in sorted(frameworks):
             wedged.add_metric([reading.profile, framework], reading.wedged.get(framework, 0))
     return [family, wedged]
+
+
+def _pauses(readings: Sequence[Reading]) -> list[Metric]:
+    """Each standing pause: ``task_type`` is the paused type, or ``(all)`` for the whole queue (labels
+    bounded by what people paused; a schedule's pause is not served here)."""
+    labels = ["profile", "queue", "task_type"]
+    paused = GaugeMetricFamily(
+        names.PAUSED, "1 for each standing pause of a queue or task type.", labels=labels
+    )
+    until = GaugeMetricFamily(
+        names.PAUSED_UNTIL, "When the pause runs out, epoch seconds (absent: until resumed).", labels=labels
+    )
+    since = GaugeMetricFamily(names.PAUSED_SINCE, "When the pause was set, epoch seconds.", labels=labels)
+    for reading in readings:
+        for pause in reading.pauses:
+            t = pause.target
+            if t.queue is None:
+                continue
+            key = [reading.profile, t.queue, t.task_type or names.WHOLE_QUEUE]
+            paused.add_metric(key, 1)
+            since.add_metric(key, pause.since)
+            if pause.until is not None:
+                until.add_metric(key, pause.until)
+    return [paused, until, since]
 
 
 def _cron(readings: Sequence[Reading]) -> list[Metric]:

@@ -6,7 +6,8 @@ deliveries lost with a connection when no trip came to do it, renews every lease
 (the claims of the runs under way and of the ready jobs waiting, and where the broker leases deliveries the
 deliveries held, prefetched ones included), records in the store the starts of runs under way since its last
 tick that only the run ledger holds (:mod:`tqadmin.pipeline.ledger`: a process that hangs instead of dying
-charges them a crash all the same), and writes the heartbeat with the worker's telemetry. It also acts on a
+charges them a crash all the same), and writes the heartbeat with the worker's telemetry, reading the pauses
+with each (:mod:`tqadmin.pipeline.pausing`). It also acts on a
 stop asked for by a signal handler, which may only set a flag.
 """
 
@@ -22,6 +23,7 @@ from tqadmin.errors import TqadminError
 from tqadmin.masking import shown
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.outcomes import Run, WindowHandoff
+from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.running import Running
 from tqadmin.pipeline.settings import WorkerSettings
 from tqadmin.pipeline.settler import Settler
@@ -70,7 +72,9 @@ class Monitor:
         settler: Settler,
         release_lost: Callable[[], None],
         stop_if_asked: Callable[[], None],
+        pauses: PauseWatch | None = None,
     ) -> None:
+        self._pauses = pauses
         self._settings = settings
         self._running = running
         self._handoff = handoff
@@ -108,6 +112,8 @@ class Monitor:
             if now >= next_beat:
                 next_beat = now + s.heartbeat_s
                 self._heartbeat.beat()
+                if self._pauses is not None:
+                    self._pauses.refresh()
 
     def _record_starts(self, trips: StoreTrips, started_before: float) -> None:
         runs = self._running.unrecorded(started_before)

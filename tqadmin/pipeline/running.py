@@ -20,6 +20,7 @@ from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.gate import SoloGate
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Outcome, Run
+from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.retry import Failure
 from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.starts import RunStarts
@@ -161,8 +162,10 @@ class Runner:
         trouble: Trouble,
         copies: Copies,
         ledger: RunLedger | None = None,
+        pauses: PauseWatch | None = None,
     ) -> None:
         self._queue = queue
+        self._pauses = pauses
         self._consumer = consumer
         self._trips = trips
         self._settler = settler
@@ -260,6 +263,11 @@ class Runner:
 
     def _execute(self, run: Run) -> Outcome:
         job = run.job
+        aside = None if self._pauses is None else self._pauses.aside(job.task_type)
+        if aside is not None:  # paused: every way to a run passes here, on every broker
+            self._running.withdraw(run)
+            self._settler.set_aside(run, aside)
+            return SETTLED
         if run.claim is not None:
             assert self._starts is not None
             if not self._starts.begin(run):  # the store raising: guarded

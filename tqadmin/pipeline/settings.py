@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
+from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
 from tqadmin.pipeline.retry import RetryPolicy
 
 
@@ -23,6 +24,7 @@ class WorkerSettings:
     max_payload_bytes: int = DEFAULT_MAX_BYTES
     dedup: bool = True
     heartbeat_s: float = 2.0
+    pause_recheck_s: float = DEFAULT_RECHECK_S  # the longest a set-aside job waits after a resume
 
     @property
     def effective_prefetch(self) -> int:

@@ -191,6 +191,15 @@ class Settler:
 
     # -- deliveries that do not run ------------------------------------------------------------------------
 
+    def set_aside(self, run: Run, delay_s: float) -> bool:
+        """Put a job that must not start now (paused: :mod:`tqadmin.pipeline.pausing`) back on the broker
+        for ``delay_s``, unrun: its claim given back first (no crash, no attempt), its retry count as it
+        was, nothing dead-lettered. ``False`` when the broker had already taken the delivery back."""
+        if run.claim is not None and self._trips is not None:
+            self._trips.release(run.claim)
+        log.debug("job %s set aside for %.1f s: paused", shown(run.job.id), delay_s)
+        return self._retry(run.delivery, delay_s)
+
     def unrun(self, delivery: Delivery, job: Job, claim: Claim) -> bool:
         """Settle a delivery that must not run (done, held elsewhere, crash-looping); ``False`` to run it."""
         assert self._trips is not None

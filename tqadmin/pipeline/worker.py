@@ -45,6 +45,7 @@ from tqadmin.pipeline.intake import Intake
 from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
+from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.pulse import Pulse
 from tqadmin.pipeline.running import Runner, Running
 from tqadmin.pipeline.settings import WorkerSettings
@@ -55,6 +56,7 @@ from tqadmin.pipeline.trouble import Trouble
 from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
+from tqadmin.store.pauses import PauseStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.progress import Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -77,8 +79,11 @@ class Worker:
         ledger: RunLedger | None = None,
         pulse: Pulse | None = None,
         watchdog_restarts: int = 0,
+        pauses: PauseStore | None = None,
     ) -> None:
         self.settings = settings
+        # what must not start now, read each heartbeat (None: no pause is ever read)
+        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s)
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
         self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
         self._pulse = pulse  # the intake loop's turns, for its supervisor's watchdog (--watchdog)
@@ -126,6 +131,7 @@ class Worker:
         once_reachable(lambda: self.transport.declare(s.queue), waiting, START_WAIT_S, "no broker yet")
         for warning in self.transport.consumer_warnings(s.queue, s.job_timeout_s):
             log.warning("%s", warning)
+        self._pauses.refresh()  # a worker started while a pause stands takes nothing paused
         consumer = self.transport.consumer(s.queue, prefetch=s.effective_prefetch, lease_s=s.lease_s)
         leased = self.transport.capabilities.leased
         holding = HoldingConsumer(consumer) if leased else None
@@ -151,6 +157,7 @@ class Worker:
             trouble=self._trouble,
             copies=copies,
             ledger=self._ledger,
+            pauses=self._pauses,
         )
         intake = Intake(
             s,
@@ -178,6 +185,7 @@ class Worker:
             settler=settler,
             release_lost=intake.release_lost,
             stop_if_asked=self._stop_if_asked,
+            pauses=self._pauses,
         )
         watching = threading.Thread(
             target=monitor.watch,

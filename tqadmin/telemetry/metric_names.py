@@ -56,6 +56,10 @@ CRON_LATENESS = "tqadmin_cron_lateness_seconds"  # the latest schedule's latenes
 CRON_SCHEDULES = "tqadmin_cron_schedules"
 CRON_LEADER = "tqadmin_cron_leader"  # 1 while an instance holds the lease, 0 when none does
 CRON_FENCE = "tqadmin_cron_fencing_token"
+PAUSED = "tqadmin_paused"  # 1 per standing pause: a queue (task_type "(all)") or one task type of it
+PAUSED_UNTIL = "tqadmin_paused_until_timestamp_seconds"  # when it runs out; absent for a pause until resumed
+PAUSED_SINCE = "tqadmin_paused_since_timestamp_seconds"  # when it was set (a rule pages on a long one)
+WHOLE_QUEUE = "(all)"  # the task_type label of a whole queue's pause
 
 # -- the worker's own endpoint only (one worker: no profile label) ---------------------------------------
 WORKER_RUNNING_JOBS = "tqadmin_worker_running_jobs"

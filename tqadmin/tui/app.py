@@ -24,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.signal import Signal
 from textual.timer import Timer
 
+from tqadmin.admin import gate, pausing
 from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectError, NoDatabase, TqadminError
@@ -35,6 +36,7 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.store.pauses import Pause
 from tqadmin.store.recording import (
     LIVE,
     SPAN_REREAD_S,
@@ -54,8 +56,9 @@ from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
-from tqadmin.tui.sources import WINDOW_S, FrameworkTasks, StoreCron, StoreTelemetry, span_view
+from tqadmin.tui.sources import WINDOW_S, FrameworkTasks, StoreCron, StorePauses, StoreTelemetry, span_view
 from tqadmin.tui.state import PollState
+from tqadmin.tui.text import clean
 from tqadmin.tui.views import CronSource, CronView, TaskTypeView, TelemetrySource, TelemetryView
 from tqadmin.tui.widgets.queue_table import TREND_WIDTH
 
@@ -128,6 +131,9 @@ class TqadminApp(App[None]):
         self._from_store = (telemetry == "store", cron == "store")
         self.telemetry_source: TelemetrySource | None = None if telemetry == "store" else telemetry
         self.cron_source: CronSource | None = None if cron == "store" else cron
+        self.pause_source: StorePauses | None = None  # with telemetry from the store: its pauses
+        self.pauses: tuple[float, list[Pause]] = (0.0, [])  # the store's clock when read, the pauses
+        self.pauses_error: str | None = None
         self.clock = clock
         self.recorder: HistoryRecorder | None = None
         self.history_reader: HistoryReader | None = None
@@ -166,6 +172,7 @@ class TqadminApp(App[None]):
             self.telemetry_source = StoreTelemetry(
                 s.store_url, s.timeout_s, fresh=s.not_created_yet, wedge_policy=s.wedged
             )
+            self.pause_source = StorePauses(s.store_url, s.timeout_s, fresh=s.not_created_yet)
             self.recorder = recorder_for(s, self.clock)
             self.history_reader = HistoryReader.of(s, self.clock)
         else:
@@ -179,8 +186,14 @@ class TqadminApp(App[None]):
         down until its timeout): a thread takes the lock and closes them."""
         sources = [
             source
-            for source in (self.telemetry_source, self.cron_source, self.recorder, self.history_reader)
-            if isinstance(source, StoreTelemetry | StoreCron | HistoryRecorder | HistoryReader)
+            for source in (
+                self.telemetry_source,
+                self.cron_source,
+                self.recorder,
+                self.history_reader,
+                self.pause_source,
+            )
+            if isinstance(source, StoreTelemetry | StoreCron | HistoryRecorder | HistoryReader | StorePauses)
         ]
         self.recorder = self.history_reader = None
         if not sources:
@@ -264,6 +277,7 @@ class TqadminApp(App[None]):
         telemetry = cron = None
         telemetry_error = cron_error = None
         source, cron_source, recorder = self.telemetry_source, self.cron_source, self.recorder
+        pause_source, pauses, pauses_error = self.pause_source, None, None
         with self._store_lock:
             if source is not None:
                 try:
@@ -278,7 +292,22 @@ class TqadminApp(App[None]):
                     cron = cron_source.read()
                 except Exception as exc:
                     cron_error = describe_error(exc)
-        self.post_message(SidePolled(generation, telemetry, telemetry_error, cron, cron_error))
+            if pause_source is not None:
+                try:
+                    pauses = pause_source.read()
+                except Exception as exc:
+                    pauses_error = describe_error(exc)
+        self.post_message(
+            SidePolled(
+                generation,
+                telemetry,
+                telemetry_error,
+                cron,
+                cron_error,
+                pauses=pauses,
+                pauses_error=pauses_error,
+            )
+        )
 
     def on_queues_polled(self, event: QueuesPolled) -> None:
         if event.generation != self._generation:
@@ -303,6 +332,9 @@ class TqadminApp(App[None]):
             return
         self.telemetry, self.telemetry_error = event.telemetry, event.telemetry_error
         self.cron, self.cron_error = event.cron, event.cron_error
+        if event.pauses is not None:  # unreadable: the last pauses read still show, with the error
+            self.pauses = event.pauses
+        self.pauses_error = event.pauses_error
         self.side_changed.publish(None)
         self.set_timer(self.refresh_s, lambda: self.poll_side(event.generation))
         if self.span is not LIVE and self.clock() - self._span_read_at >= SPAN_REREAD_S:
@@ -443,6 +475,25 @@ class TqadminApp(App[None]):
             self.notify(reason, title="not allowed", severity="warning")
             return
         self.push_screen(ActionScreen(request, default_target(request)))
+
+    def start_pause(self, queue: str | None) -> None:
+        """``p``: the pause dialog of ``queue``, unless the profile or the queue refuses it."""
+        from tqadmin.tui.screens.pause import PauseScreen
+
+        if queue is None:
+            self.notify("select a queue first", severity="warning")
+            return
+        try:
+            gate.check_profile(self.settings, "pause")
+        except TqadminError as refused:
+            self.notify(str(refused), title="not allowed", severity="warning")
+            return
+        stats = self.board.stats.get(queue)
+        if stats is not None and stats.read_only:
+            said = f"pause is disabled for {queue}: it is {pausing.foreign_reason(queue, stats.read_only)}"
+            self.notify(clean(said), title="not allowed", severity="warning")
+            return
+        self.push_screen(PauseScreen(queue, self.pauses[1], self.pauses[0]))
 
     def on_unmount(self) -> None:
         self._drop_admin()

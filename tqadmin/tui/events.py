@@ -8,6 +8,7 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.plugin.models import Message as PeekedMessage
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.store.pauses import Pause
 from tqadmin.store.recording import Depths, Span, SpanReading
 from tqadmin.tui.views import CronView, TelemetryView
 
@@ -49,9 +50,14 @@ class SidePolled(Message):
         telemetry_error: str | None,
         cron: CronView | None,
         cron_error: str | None,
+        *,
+        pauses: tuple[float, list[Pause]] | None = None,
+        pauses_error: str | None = None,
     ) -> None:
         super().__init__()
         self.generation = generation
+        self.pauses = pauses  # the store's clock and the pauses standing then; None: not read
+        self.pauses_error = pauses_error
         self.telemetry = telemetry
         self.telemetry_error = telemetry_error
         self.cron = cron

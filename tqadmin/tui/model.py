@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tqadmin import tables
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
+from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.store.recording import LIVE, Depths, Span
 
 human_duration = tables.human_duration  # its home is below every face: the judges' reasons use it too
@@ -20,6 +21,20 @@ HISTORY_LEN = 30
 _BARS = "▁▂▃▄▅▆▇█"
 GAP_CELL = "·"
 """A cell of a span in which nothing polled the queue: not a zero, not an interpolation."""
+
+
+def paused_labels(pauses: Iterable[Pause], now: float) -> dict[str, str]:
+    """What each paused queue's row says: ``paused 12m left: <reason>`` for the whole queue, ``charge paused
+    12m left: <reason>`` for a task type, several joined by ``; ``."""
+    standing = list(pauses)
+    queues = {p.target.queue for p in standing if p.target.queue is not None}
+    return {
+        queue: "; ".join(
+            f"{p.target.task_type} {p.describe(now)}" if p.target.task_type else p.describe(now)
+            for p in of_queue(standing, queue)
+        )
+        for queue in queues
+    }
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""Telemetry and cron state from the state store, as the TUI's sources read them in their poll thread.
+"""Telemetry, cron state and pauses from the state store, as the TUI's sources read them in their poll thread.
 
 Both connect lazily (in the worker thread, on the first read) and reconnect after a failure, so a store
 that is down when the dashboard opens shows as an error line and recovers by itself.
@@ -6,6 +6,7 @@ that is down when the dashboard opens shows as an error line and recovers by its
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 from tqadmin.file_access import Access
@@ -15,6 +16,7 @@ from tqadmin.plugin.workers import WorkerReading
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
+from tqadmin.store.pauses import Pause, PauseStore, open_pauses
 from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
@@ -181,6 +183,23 @@ def span_view(reading: SpanReading, live: TelemetryView | None) -> TelemetryView
         task_types=task_type_views(reading.tasks),
         workers=live.workers if live else (),
     )
+
+
+class StorePauses:
+    """The pauses standing in the store: the store's clock when read, and the pauses."""
+
+    def __init__(self, store_url: str, timeout_s: float = 10.0, fresh: Fresh = never_fresh) -> None:
+        self._fresh = fresh
+        self._store: Lazy[PauseStore] = Lazy(
+            lambda: open_pauses(store_url, timeout_s=timeout_s, access=Access.READ)
+        )
+
+    def read(self) -> tuple[float, list[Pause]]:
+        empty: tuple[float, list[Pause]] = (time.time(), [])
+        return unless_fresh(lambda: self._store.use(lambda s: s.standing()), self._fresh, empty)
+
+    def close(self) -> None:
+        self._store.close()
 
 
 class StoreCron:

@@ -17,6 +17,8 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("m", "queue_action('move')", "Move", tooltip="Move: move messages to another queue"),
     Binding("X", "queue_action('purge')", "Purge", tooltip="Purge: delete every message (type the name)"),
     Binding("e", "queue_action('export')", "Export", tooltip="Export: copy messages to a file, leave them"),
+    # Not in the footer (it is full): the help screen lists it, and a paused row says how to look.
+    Binding("p", "pause_queue", "Pause / resume", show=False),
 ]
 
 
@@ -49,3 +51,6 @@ class QueueScreen(DashboardScreen):
 
     def action_queue_action(self, action: str) -> None:
         self.tq.start_action(action, self.selected_queue(), self.selected_filter())
+
+    def action_pause_queue(self) -> None:
+        self.tq.start_pause(self.selected_queue())

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Input, Static
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.plugin.delays import work_queues
+from tqadmin.tui.model import paused_labels
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean
 from tqadmin.tui.widgets.banner import Banner
@@ -63,7 +64,8 @@ class OverviewScreen(QueueScreen):
         telemetry = self.tq.telemetry
         workers = [(w.queue.split(","), w.alive is True) for w in telemetry.workers] if telemetry else []
         contexts = queue_contexts(self.tq.board.stats.values(), workers)
-        self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts)
+        paused = paused_labels(self.tq.pauses[1], self.tq.pauses[0])
+        self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts, paused)
 
     def show_queues(self, _: None = None) -> None:
         table = self.table

@@ -82,15 +82,22 @@ def header_text(sort_column: str, reverse: bool, span: Span = LIVE) -> Text:
 
 
 def row_text(
-    queue: QueueStats, board: QueueBoard, thresholds: Thresholds, context: QueueContext = NO_CONTEXT
+    queue: QueueStats,
+    board: QueueBoard,
+    thresholds: Thresholds,
+    context: QueueContext = NO_CONTEXT,
+    paused: str | None = None,
 ) -> Text:
-    """One queue as a line; broker strings go through :func:`clean` and into ``Text``, never markup."""
+    """One queue as a line; broker strings go through :func:`clean` and into ``Text``, never markup;
+    ``paused`` ("paused 12m left: <reason>") follows the trend."""
     # a queue another framework owns is shown dim: it can be looked at, not written
     style = "bold red" if queue_alerts(queue, thresholds, context) else ("dim" if queue.read_only else "")
     text = Text(end="", no_wrap=True)
     for column in COLUMNS:
         text.append(fit(column.fmt(queue), column.width, column.right) + " " * GAP, style=style)
     text.append(sparkline(board.trend(queue.name), TREND_WIDTH), style="cyan")
+    if paused:
+        text.append("  " + clean(paused), style="bold yellow")
     return text
 
 
@@ -130,6 +137,7 @@ class QueueTable(ScrollView, can_focus=True):
         self.board = QueueBoard()
         self.thresholds = Thresholds()
         self.contexts: Mapping[str, QueueContext] = {}
+        self.paused: Mapping[str, str] = {}  # queue -> what its pauses say
 
     @property
     def row_count(self) -> int:
@@ -139,7 +147,11 @@ class QueueTable(ScrollView, can_focus=True):
         return self.order[self.cursor_row] if self.order else None
 
     def sync(
-        self, board: QueueBoard, thresholds: Thresholds, contexts: Mapping[str, QueueContext] | None = None
+        self,
+        board: QueueBoard,
+        thresholds: Thresholds,
+        contexts: Mapping[str, QueueContext] | None = None,
+        paused: Mapping[str, str] | None = None,
     ) -> None:
         """Re-derive the visible order from ``board`` and repaint; the cursor stays on its queue. ``contexts``
         (which queues are dead-letter queues, each queue's workers) completes the alert conditions."""
@@ -147,6 +159,8 @@ class QueueTable(ScrollView, can_focus=True):
         self.board, self.thresholds = board, thresholds
         if contexts is not None:
             self.contexts = contexts
+        if paused is not None:
+            self.paused = paused
         stats = board.stats
         names = [q.name for q in work_queues(stats.values(), self.show_delay_queues)]
         if self.needle:
@@ -183,7 +197,9 @@ class QueueTable(ScrollView, can_focus=True):
         queue = self.board.stats.get(self.order[index])
         if queue is None:
             return Strip.blank(width, self.rich_style)
-        text = row_text(queue, self.board, self.thresholds, self.context(queue.name))
+        text = row_text(
+            queue, self.board, self.thresholds, self.context(queue.name), self.paused.get(queue.name)
+        )
         base = self.rich_style
         on_cursor = index == self.cursor_row
         if on_cursor:  # the cursor's colours win over the row's own, so it stays readable

@@ -1,0 +1,57 @@
+"""``tqadmin pause QUEUE``: stop every tqadmin worker starting a queue's (or one task type's) jobs.
+
+A write: refused in read-only mode (exit 6) before anything is written, confirmed like ``purge`` (the queue's
+name typed, or ``--yes``), audited with who, why and until when. ``--for`` is required, ``--for forever``
+included, so nothing is paused for ever by accident.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tqadmin.admin import gate, pausing
+from tqadmin.commands.confirmation import confirm_by_name
+from tqadmin.commands.context import CommandContext
+from tqadmin.commands.pauses import add_target, open_writer, target_of, warn
+from tqadmin.errors import NoDatabase, UsageError
+from tqadmin.store.pauses import FOREVER, parse_duration
+from tqadmin.tables import printable
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_target(parser, "jobs stop starting")
+    parser.add_argument(
+        "--for",
+        dest="duration",
+        metavar="DURATION",
+        help="how long: 30s, 10m, 2h, 1d, or forever (until resumed); required",
+    )
+    parser.add_argument("--reason", default="", metavar="TEXT", help="why, shown to everyone who looks")
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.duration is None:
+        raise UsageError(
+            f"pause needs --for DURATION (30s, 10m, 2h) or --for {FOREVER}: nothing is paused for ever"
+            " by accident; nothing was written"
+        )
+    for_s = parse_duration(args.duration)
+    target = target_of(args)
+    gate.check_profile(ctx.settings, "pause")
+    if not args.yes:
+        how_long = "until resumed" if for_s is None else f"for {args.duration}"
+        confirm_by_name(args.queue, "pause", f"Workers stop starting {target.describe()} {how_long}")
+    try:
+        with ctx.admin() as admin:
+            pausing.refuse_foreign(admin, "pause", args.queue)
+    except NoDatabase:  # an SQLite broker not created yet: no queue in it, another framework's or not
+        pass
+    with open_writer(ctx) as store:
+        written, warnings = pausing.pause(
+            ctx.settings, store, target, reason=args.reason, for_s=for_s, via="cli"
+        )
+        now = store.now()
+    warn(ctx, warnings)
+    document = {"action": "pause", "target": args.queue, "pause": written.to_json(now)}
+    ctx.emit(document, lambda: printable(f"paused {target.describe()}: {written.describe(now)}"))
+    return 0
