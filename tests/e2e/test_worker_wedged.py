@@ -93,7 +93,7 @@ def test_a_worker_whose_threads_all_block_past_the_limit_is_wedged_with_why(
     worker, detected_s = until_wedged(tq_json, sqlite_pipeline, config, consistent)
     reason = worker["wedged_reason"]
     assert "all 2 job threads stuck; the latest: block job tqe_" in reason, reason
-    assert "no run of it finished yet" in reason and reason.endswith("; no run ended yet"), reason
+    assert "no usual run time known" in reason and reason.endswith("; no run ended yet"), reason
     assert worker["progress"]["threads"] == 2 and worker["progress"]["last_completion_age_s"] is None
     assert detected_s >= LIMIT_S - 2.0  # never before the limit (the jobs started a poll or so earlier)
     release.touch()

@@ -120,7 +120,7 @@ def test_a_real_rq_worker_busy_on_one_job_past_the_limit_is_wedged_with_why(
         assert wedged["wedged_reason"].startswith(
             f"all 1 job slots stuck; the latest: holding.hold job {job.id}"
         )
-        assert wedged["wedged_reason"].endswith("(limit 3s: no run of it finished yet)")
+        assert wedged["wedged_reason"].endswith("(limit 3s: no usual run time known)")
         assert wedged["alive"] is True  # its heartbeat is fine: that is the point
         release.touch()
         wait_for(lambda: (w := listed(tq, "rq", name, *profile)) and w["wedged"] is False, "moving again")

@@ -3,12 +3,13 @@ or whose intake loop stopped turning, is wedged with a reason; anything short of
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tqadmin.config import Overrides, resolve
-from tqadmin.errors import ConfigError
+from tqadmin.errors import BadResponse, ConfigError
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.progress import BusyThread, Progress, progress_json
 from tqadmin.telemetry.snapshot import WorkerSnapshot
@@ -107,3 +108,10 @@ def test_the_profile_sets_the_policy_and_refuses_what_is_not_a_positive_number(t
     config.write_text("[profiles.p]\nwedged_min_s = 0\n")
     with pytest.raises(ConfigError, match="wedged_min_s must be a positive number"):
         resolve(Overrides(profile="p", config_path=str(config)), environ={})
+
+
+def test_a_heartbeat_whose_progress_holds_no_time_is_unreadable_not_a_crash() -> None:
+    document = snapshot(Progress(1, busy(("resize", 1.0)), NOW)).to_json()
+    document["progress"]["busy"][0]["since"] = float("nan")
+    with pytest.raises(BadResponse, match="unreadable"):
+        WorkerSnapshot.decode(json.dumps(document))

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tqadmin.finite import finite
+
 MAX_ID_CHARS = 200  # a job id comes from a message: clipped before it is kept
 
 
@@ -31,7 +33,10 @@ class BusyThread:
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> BusyThread:
-        return cls(str(document["id"])[:MAX_ID_CHARS], str(document["t"]), float(document["since"]))
+        since = _time(document["since"])
+        if since is None:
+            raise ValueError("a busy thread's since is no time")
+        return cls(str(document["id"])[:MAX_ID_CHARS], str(document["t"]), since)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +68,14 @@ class Progress:
 
 
 def _time(value: Any) -> float | None:
-    return None if value is None else float(value)
+    """A time as written (epoch seconds) or ``None``; anything else, NaN and the infinities included, is an
+    unreadable heartbeat (the store's reader says so), never a figure that breaks the arithmetic."""
+    if value is None:
+        return None
+    number = finite(value)
+    if number is None:
+        raise ValueError(f"{value!r} is no time")
+    return float(number)
 
 
 def progress_json(progress: Progress, now: float) -> dict[str, Any]:

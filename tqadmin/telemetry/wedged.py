@@ -47,7 +47,7 @@ class WedgePolicy:
         """The limit and where it comes from, for a reason (``limit 1m00s = max(10 x p95 0.4s, 1m00s)``)."""
         limit = human_duration(self.run_limit_s(usual_s))
         if usual_s is None:
-            return f"limit {limit}: no run of it finished yet"
+            return f"limit {limit}: no usual run time known"
         floor = human_duration(self.min_s)
         return f"limit {limit} = max({self.factor:g} x {usual_name} {usual_s:.3g}s, {floor})"
 
