@@ -104,7 +104,12 @@ def test_a_paused_task_type_is_set_aside_and_runs_once_after_resume(line: Pipeli
     print(f"paused after {len(alpha_starts)} alpha starts; last alpha start {last_alpha - paused_at:+.2f} s")
 
     cli(p, "resume", p.queue, "--task-type", "alpha")
-    p.wait_for(lambda: len(done(p)) == JOBS, 180, "every job after the resume")
+    try:
+        p.wait_for(lambda: len(done(p)) == JOBS, 180, "every job after the resume")
+    except BaseException:
+        missing = sorted(set(ids) - set(done(p)))
+        print(f"not done: {len(missing)} {missing[:10]}; queued {p.pending()}; dead {len(p.dead_letters())}")
+        raise
     time.sleep(HEARTBEAT_S)
     every_job_ran_once_uncharged(p, ids)
 
