@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from tqadmin.telemetry.snapshot import WorkerHistory, WorkerSnapshot
+from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S, WorkerHistory, WorkerSnapshot
 
 Effect = Callable[[Any], None]
 """``fn(tx)`` committed with a completion mark: a Redis pipeline in MULTI, or an SQLite connection."""
@@ -128,7 +128,7 @@ class Retention:
     job_s: float = 7 * 24 * 3600
     history_step_s: float = 5.0
     history_cap: int = 720
-    dead_worker_s: float = 3600.0
+    dead_worker_s: float = DEAD_WORKER_KEEP_S
 
 
 @dataclass(frozen=True, slots=True)
