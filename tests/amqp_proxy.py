@@ -7,6 +7,8 @@ every publisher on the machine). The proxy forwards whole frames so that it can 
 is down (as ``rabbitmqctl stop_app`` leaves it: every connection cut, new ones refused) until
 :meth:`AmqpProxy.come_back`, without touching the broker every other test on the machine is using;
 :attr:`AmqpProxy.attempts` keeps the time of every connection attempt, refused ones included.
+:meth:`AmqpProxy.strand_all` acts out a half-open disconnect: the client's side is cut while the broker's
+stays open, as a NAT or firewall that forgot the connection leaves it, until the broker's heartbeat timeout.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ class AmqpProxy:
         self._closed = True
         self.listener.close()
         self.drop_all()
+        for pair in self.pairs:
+            pair.close(stranded_too=True)
+
+    def strand_all(self) -> None:
+        """A half-open disconnect of every connection made so far: each client sees its connection cut, the
+        broker keeps its end open (nothing more is sent to it or read from it) until :meth:`close`."""
+        for pair in self.pairs:
+            pair.strand()
 
     def go_down(self) -> None:
         """The broker goes away: every connection is cut and new ones are refused (RST) until
@@ -138,9 +148,15 @@ class _Pair:
         self.client = client
         self.server = server
         self.lock = threading.Lock()
+        self.stranded = False  # the broker's end is left open (a half-open connection)
 
-    def close(self) -> None:
-        for s in (self.client, self.server):
+    def strand(self) -> None:
+        self.stranded = True
+        self.close()
+
+    def close(self, *, stranded_too: bool = False) -> None:
+        ends = (self.client, self.server) if stranded_too or not self.stranded else (self.client,)
+        for s in ends:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()

@@ -184,3 +184,13 @@ def usual_umask() -> Iterator[None]:
     previous = os.umask(0o022)
     yield
     os.umask(previous)
+
+
+@pytest.fixture(autouse=True)
+def kept_listeners_closed() -> Iterator[None]:
+    """Each test's listeners closed at its end: kept for minutes otherwise (``tqadmin.plugin.listening``),
+    they would carry one test's events into the next."""
+    yield
+    from tqadmin.plugin.listening import KEPT
+
+    KEPT.close_all()

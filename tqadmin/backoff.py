@@ -58,6 +58,19 @@ def reconnect_backoff(rng: random.Random | None = None) -> Backoff:
     return Backoff(RECONNECT_BASE_S, RECONNECT_CAP_S, rng or random.Random())
 
 
+# A listener whose source does not exist yet (Celery's event exchange on a vhost where no worker with task
+# events ran) looks again after 2.5 s, doubling to 2 minutes: a vhost without Celery costs the broker a
+# connection every minute or so, not one every few seconds for ever, and a worker started later is heard
+# within the cap.
+ABSENT_BASE_S = 2.5
+ABSENT_CAP_S = 120.0
+
+
+def absent_backoff(rng: random.Random | None = None) -> Backoff:
+    """The backoff of a listener waiting for what it listens to to exist."""
+    return Backoff(ABSENT_BASE_S, ABSENT_CAP_S, rng or random.Random())
+
+
 MIN_RETRY_S = 1.0  # a dashboard or an exporter never asks a failing API more than once a second
 RETRY_CAP_REFRESHES = 1.5
 

@@ -8,7 +8,14 @@ the listener's connection), ``x-max-length`` :data:`MAX_EVENTS` with ``drop-head
 behind loses the oldest events, never the broker's memory), consumed with automatic acks. That is the one
 thing it declares, allowed in a read-only profile: it touches no user's queue or message. It never sends
 ``enable_events`` or any other control command; an exchange that does not exist yet (no Celery worker
-with events ever ran) is waited for, not declared.
+with events ever ran) is waited for with the listeners' absent backoff (2.5 s doubling to 2 min), not
+declared.
+
+The queue's name is new for every connection: after a half-open disconnect the broker still holds the old
+connection, and with it the old exclusive queue, until its heartbeat times out (minutes); declaring that
+name again was refused (405 RESOURCE_LOCKED) until then, and the workers showed dead meanwhile. The
+listener and what it heard are kept by :data:`~tqadmin.plugin.listening.KEPT` beyond the admin that
+started them, so an admin dropped after a read error and opened again finds the same figures.
 """
 
 from __future__ import annotations
@@ -19,12 +26,11 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tqadmin.errors import BrokerError
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.decoding import as_text, count
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.listening import Deliver, Listener
+from tqadmin.plugin.listening import KEPT, Deliver, Listener, NothingToHear
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin_rabbitmq.connection import connect, translated
 
@@ -33,48 +39,31 @@ EVENT_EXCHANGE = "celeryev"
 MAX_EVENTS = 10_000
 
 
-class CeleryWorkers:
-    def __init__(self, config: BrokerConfig, wall: Callable[[], float] = time.time) -> None:
-        self._config = config
-        self._wall = wall
-        self._watch = CeleryWatch() if config.celery_events else None
-        self._listener = (
-            Listener("Celery events on RabbitMQ", self._consume, self._watch.feed_body)
-            if self._watch is not None
-            else None
-        )
-        self.queue = f"tqadmin.celeryev.{uuid.uuid4().hex[:12]}"
+class EventStream:
+    """Celery's event stream on one vhost: the watch its kept listener feeds, through a queue named anew
+    for every connection (:attr:`queue`: the current one's)."""
 
-    def read(self, queue_items: Sequence[Mapping[str, Any]]) -> WorkerReading:
-        connected = {
-            node.removesuffix(PIDBOX_SUFFIX): bool(count(item.get("consumers")))
-            for item in queue_items
-            if (node := as_text(item.get("name"))) and node.endswith(PIDBOX_SUFFIX)
-        }
-        if self._watch is None or self._listener is None:
-            workers = tuple(celery_node(node, consumed=up) for node, up in sorted(connected.items()))
-            return WorkerReading(workers)
-        self._listener.listening()
-        workers = self._watch.workers(self._wall(), connected)
-        watch = self._watch
-        return WorkerReading(
-            workers, (), {CELERY: watch.task_stats()}, {CELERY: watch.wait_from}, {CELERY: watch.folded}
-        )
+    def __init__(self, config: BrokerConfig) -> None:
+        self._config = config
+        self.watch = CeleryWatch()
+        self.queue: str | None = None
+        self.listener = Listener("Celery events on RabbitMQ", self._consume, self.watch.feed_body)
 
     def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
+        self.listener.close()
 
     def _consume(self, stop: threading.Event, deliver: Deliver) -> None:
+        queue = f"tqadmin.celeryev.{uuid.uuid4().hex[:12]}"
         connection = connect(self._config.url, self._config.timeout_s)
         try:
-            with translated(self._config.url, self.queue):
+            with translated(self._config.url, queue):
                 channel = connection.channel()
                 _require_event_exchange(channel)
                 arguments = {"x-max-length": MAX_EVENTS, "x-overflow": "drop-head"}
-                channel.queue_declare(self.queue, exclusive=True, auto_delete=True, arguments=arguments)
-                channel.queue_bind(self.queue, EVENT_EXCHANGE, routing_key="#")
-                channel.basic_consume(self.queue, lambda _c, _m, _p, body: deliver(body), auto_ack=True)
+                channel.queue_declare(queue, exclusive=True, auto_delete=True, arguments=arguments)
+                channel.queue_bind(queue, EVENT_EXCHANGE, routing_key="#")
+                channel.basic_consume(queue, lambda _c, _m, _p, body: deliver(body), auto_ack=True)
+                self.queue = queue
                 while not stop.is_set():
                     connection.process_data_events(time_limit=0.5)
         finally:
@@ -82,9 +71,44 @@ class CeleryWorkers:
                 connection.close()
 
 
+class CeleryWorkers:
+    def __init__(self, config: BrokerConfig, wall: Callable[[], float] = time.time) -> None:
+        self._config = config
+        self._wall = wall
+        self._key = ("celery events on RabbitMQ", config.url)
+        self.events = KEPT.take(self._key, lambda: EventStream(config)) if config.celery_events else None
+
+    @property
+    def queue(self) -> str | None:
+        """The listener's queue on its current connection."""
+        return None if self.events is None else self.events.queue
+
+    def read(self, queue_items: Sequence[Mapping[str, Any]]) -> WorkerReading:
+        connected = {
+            node.removesuffix(PIDBOX_SUFFIX): bool(count(item.get("consumers")))
+            for item in queue_items
+            if (node := as_text(item.get("name"))) and node.endswith(PIDBOX_SUFFIX)
+        }
+        if self.events is None:
+            workers = tuple(celery_node(node, consumed=up) for node, up in sorted(connected.items()))
+            return WorkerReading(workers)
+        self.events.listener.listening()
+        watch = self.events.watch
+        workers = watch.workers(self._wall(), connected)
+        return WorkerReading(
+            workers, (), {CELERY: watch.task_stats()}, {CELERY: watch.wait_from}, {CELERY: watch.folded}
+        )
+
+    def close(self) -> None:
+        """Let the listener go: :data:`~tqadmin.plugin.listening.KEPT` keeps it for the next admin."""
+        if self.events is not None:
+            self.events = None
+            KEPT.release(self._key)
+
+
 def _require_event_exchange(channel: Any) -> None:
     """Celery's event exchange, looked up and never declared: one that does not exist yet means no worker
-    with task events ran on this vhost, said as such (the listener tries again with its backoff)."""
+    with task events ran on this vhost, said as such (the listener looks again with its absent backoff)."""
     import pika.exceptions
 
     try:
@@ -92,7 +116,7 @@ def _require_event_exchange(channel: Any) -> None:
     except pika.exceptions.ChannelClosedByBroker as exc:
         if exc.reply_code != 404:
             raise
-        raise BrokerError(
+        raise NothingToHear(
             f"Celery's event exchange {EVENT_EXCHANGE!r} does not exist yet: no Celery worker with task"
             " events (-E) has run on this vhost"
         ) from None

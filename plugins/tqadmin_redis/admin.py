@@ -60,7 +60,7 @@ class RedisAdmin(BrokerAdmin):
         """RQ's, Sidekiq's and Dramatiq's workers from their registries here (:mod:`.foreign_workers`)."""
         if self._foreign_workers is None:
             self._foreign_workers = ForeignWorkers(
-                self.conn, self._clock, celery_events=self.config.celery_events
+                self.conn, self._clock, events=self.config if self.config.celery_events else None
             )
         return self._foreign_workers.read()
 

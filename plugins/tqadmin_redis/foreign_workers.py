@@ -7,6 +7,10 @@ the processes whose hash is gone, behind a ``SET NX`` of its own). A registry th
 (its key of another type) is named in the reading and the other frameworks still listed; one worker whose
 keys cannot be read (a key of another type, a field its framework would not write) is skipped and named
 (``sidekiq process web-1:12:ab: info.queues is not a list``) and the other workers still listed.
+
+Celery's task events (the profile's ``celery_events``) are heard by a listener with a connection of its
+own, kept by :data:`~tqadmin.plugin.listening.KEPT` beyond the admin that started it: an admin dropped
+after a read error and opened again finds the same figures.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
-from tqadmin.plugin.listening import Deliver, Listener
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.listening import KEPT, Deliver, Listener
 from tqadmin.plugin.workers import ForeignWorker, Skipped, WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
@@ -31,6 +36,37 @@ PIDBOX_SUFFIX = ".celery.pidbox"
 RQ_JOB_FIELDS = ("description", "origin", "started_at")
 
 
+class EventStream:
+    """Celery's events on one Redis: the watch its kept listener feeds through a connection of its own."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self._config = config
+        self.watch = CeleryWatch()
+        self.listener = Listener("Celery events on Redis", self._subscribe, self.watch.feed_envelope)
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _subscribe(self, stop: threading.Event, deliver: Deliver) -> None:
+        """Celery publishes its events on Redis as fanout messages: ``/<db>.celeryev/<routing key>``."""
+        conn = Connection.open(self._config)
+        try:
+            with conn.translated():
+                client = conn.client
+                db = 0 if conn.cluster else client.connection_pool.connection_kwargs.get("db", 0)
+                pubsub = client.pubsub(ignore_subscribe_messages=True)
+                try:
+                    pubsub.psubscribe(f"/{db}.celeryev/*")
+                    while not stop.is_set():
+                        message = pubsub.get_message(timeout=0.5)
+                        if message is not None and message.get("type") == "pmessage":
+                            deliver(message["data"])
+                finally:
+                    pubsub.close()
+        finally:
+            conn.close()
+
+
 class ForeignWorkers:
     def __init__(
         self,
@@ -38,17 +74,14 @@ class ForeignWorkers:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         *,
-        celery_events: bool = False,
+        events: BrokerConfig | None = None,
     ) -> None:
+        """``events``: the broker's config where the profile listens to Celery's task events."""
         self._conn = conn
         self._clock = clock
         self._wall = wall
-        self._watch = CeleryWatch() if celery_events else None
-        self._listener = (
-            Listener("Celery events on Redis", self._subscribe, self._watch.feed_envelope)
-            if self._watch is not None
-            else None
-        )
+        self._key = ("celery events on Redis", events.url if events is not None else "")
+        self._events = KEPT.take(self._key, lambda: EventStream(events)) if events is not None else None
         self._layout: dict[str, tuple[str, ...]] = {}
         self._found_at: float | None = None
 
@@ -71,9 +104,9 @@ class ForeignWorkers:
                 except redis.ResponseError as exc:
                     unreadable.append(f"{framework} workers: {exc}")
         unreadable += skipped.lines()
-        watch = self._watch
-        if watch is None:
+        if self._events is None:
             return WorkerReading(tuple(workers), tuple(unreadable))
+        watch = self._events.watch
         return WorkerReading(
             tuple(workers),
             tuple(unreadable),
@@ -83,31 +116,19 @@ class ForeignWorkers:
         )
 
     def close(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
+        """Let the listener go: :data:`~tqadmin.plugin.listening.KEPT` keeps it for the next admin."""
+        if self._events is not None:
+            self._events = None
+            KEPT.release(self._key)
 
     def _celery(self, now_s: float, _skipped: Skipped) -> list[ForeignWorker]:
         """Celery's workers by their control queues' bindings, and with task events on, from the events."""
         members = (text(m).split(KOMBU_SEP)[-1] for m in self._conn.client.smembers(CELERY_PIDBOX))
         nodes = sorted(m.removesuffix(PIDBOX_SUFFIX) for m in members if m.endswith(PIDBOX_SUFFIX))
-        if self._watch is None or self._listener is None:
+        if self._events is None:
             return [celery_node(node) for node in nodes]
-        self._listener.listening()
-        return list(self._watch.workers(self._wall(), nodes))
-
-    def _subscribe(self, stop: threading.Event, deliver: Deliver) -> None:
-        """Celery publishes its events on Redis as fanout messages: ``/<db>.celeryev/<routing key>``."""
-        client = self._conn.client
-        db = 0 if self._conn.cluster else client.connection_pool.connection_kwargs.get("db", 0)
-        pubsub = client.pubsub(ignore_subscribe_messages=True)
-        try:
-            pubsub.psubscribe(f"/{db}.celeryev/*")
-            while not stop.is_set():
-                message = pubsub.get_message(timeout=0.5)
-                if message is not None and message.get("type") == "pmessage":
-                    deliver(message["data"])
-        finally:
-            pubsub.close()
+        self._events.listener.listening()
+        return list(self._events.watch.workers(self._wall(), nodes))
 
     def _rq(self, now_s: float, skipped: Skipped) -> list[ForeignWorker]:
         client = self._conn.client

@@ -1,13 +1,18 @@
 """One boto3 SQS client per face, and botocore's exceptions translated into tqadmin's error tree.
 
 boto3's own credential chain and retries apply (``standard`` mode: throttling and 5xx answers are retried
-with backoff); ``--timeout`` bounds each call, a long poll's wait added on top of it. A botocore client is
-thread-safe, so a worker's I/O thread, its settling thread and its job threads share one.
+with backoff), within ``--timeout``: every call waits at most ``--timeout`` for an answer, a receive its long
+poll's wait on top of it (:class:`TimedClient`: two botocore clients of one session, one per read timeout),
+an attempt that timed out is never retried (the time it may take is spent), and no retry starts once the
+call has run ``--timeout`` (plus its wait): a black-holed endpoint fails a call in ``--timeout``, where
+botocore's own retries of ``--timeout + 20 s`` reads took 1 min 51 s with ``--timeout 2``. A botocore
+client is thread-safe, so a worker's I/O thread, its settling thread and its job threads share one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,25 +65,81 @@ def region_of(url: str) -> str | None:
     return parts.hostname or None
 
 
+class TimedClient:
+    """An SQS client whose calls wait ``--timeout`` for their answer, and a receive with a long poll its
+    wait on top: ``receive_message`` with a wait goes to a client with the longer read timeout, every other
+    call (attributes included) to the one with ``--timeout``."""
+
+    def __init__(self, short: Any, long: Any) -> None:
+        self._short = short
+        self._long = long
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        waits = int(kwargs.get("WaitTimeSeconds") or 0) > 0
+        return (self._long if waits else self._short).receive_message(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._short, name)
+
+
 def make_client(config: BrokerConfig) -> Any:
     """A client for the URL's region and the ``endpoint_url`` option (``AWS_ENDPOINT_URL``)."""
     region = region_of(config.url)
     endpoint = config.option("endpoint_url")
-    settings = Config(
-        connect_timeout=config.timeout_s,
-        read_timeout=config.timeout_s + LONG_POLL_S,
-        retries={"mode": "standard", "max_attempts": RETRY_ATTEMPTS},
-        max_pool_connections=POOL,
-    )
     try:
         session = boto3.session.Session()
-        return session.client("sqs", region_name=region, endpoint_url=endpoint, config=settings)
+        short, long = (
+            session.client(
+                "sqs", region_name=region, endpoint_url=endpoint, config=_settings(config.timeout_s, wait_s)
+            )
+            for wait_s in (0, LONG_POLL_S)
+        )
     except botocore.exceptions.NoRegionError:
         raise ConfigError(
             "no AWS region: name it in the broker URL (sqs://us-east-1) or set AWS_DEFAULT_REGION"
         ) from None
     except (ValueError, botocore.exceptions.BotoCoreError) as exc:
         raise ConfigError(f"cannot set up an SQS client: {mask_text(str(exc))}") from None
+    for client in (short, long):
+        _retry_within(client, config.timeout_s)
+    return TimedClient(short, long)
+
+
+def _settings(timeout_s: float, wait_s: float) -> Config:
+    return Config(
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s + wait_s,
+        retries={"mode": "standard", "max_attempts": RETRY_ATTEMPTS},
+        max_pool_connections=POOL,
+    )
+
+
+STARTED = "tqadmin_started"  # the call's start and budget, kept in botocore's per-call context
+BUDGET = "tqadmin_budget_s"
+TIMEOUTS = (botocore.exceptions.ConnectTimeoutError, botocore.exceptions.ReadTimeoutError)
+
+
+def _retry_within(client: Any, timeout_s: float) -> None:
+    """botocore's retries kept within the call's budget: ``--timeout``, and a receive's wait on top.
+
+    Each call notes its start and budget in botocore's per-call context; the retry decision asks first, and
+    a ``False`` from it (botocore takes the first answer that is not ``None``) ends the retries: after an
+    attempt that timed out, or once the budget is spent. Otherwise botocore's ``standard`` mode decides."""
+
+    def started(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context[STARTED] = time.monotonic()
+        context[BUDGET] = timeout_s + max(int(params.get("WaitTimeSeconds") or 0), 0)
+
+    def within(request_dict: dict[str, Any], caught_exception: Exception | None = None, **_: Any) -> Any:
+        context = request_dict.get("context") or {}
+        if STARTED not in context:
+            return None
+        if isinstance(caught_exception, TIMEOUTS):
+            return False
+        return False if time.monotonic() - context[STARTED] >= context[BUDGET] else None
+
+    client.meta.events.register("before-parameter-build.sqs", started)
+    client.meta.events.register_first("needs-retry.sqs", within)
 
 
 def where(config: BrokerConfig) -> str:

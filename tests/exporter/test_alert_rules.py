@@ -30,7 +30,14 @@ from tests.exporter.trouble import (
     settings,
 )
 from tqadmin.alerting import conditions
-from tqadmin.alerting.rules import QUEUES_FOLDED, profile_rules, rules_yaml
+from tqadmin.alerting.rules import (
+    POLL_STALE,
+    PROFILE_DOWN,
+    QUEUES_FOLDED,
+    health_rules,
+    profile_rules,
+    rules_yaml,
+)
 from tqadmin.config import Overrides, Thresholds, resolve
 from tqadmin.errors import ConfigError
 from tqadmin.telemetry import metric_names as names
@@ -212,3 +219,39 @@ def _render(summary: str, labels: dict[str, str]) -> str:
     for key, value in labels.items():
         summary = summary.replace(f"{{{{ $labels.{key} }}}}", value)
     return summary
+
+
+def test_a_profile_down_for_5_minutes_and_values_older_than_2_minutes_page(tmp_path: Path) -> None:
+    series = [  # p: up, then down from 2m15s on, its values ageing from then; q: up all along
+        {"series": 'tqadmin_up{profile="p"}', "values": "1x8 0x40"},
+        {"series": 'tqadmin_poll_age_seconds{profile="p"}', "values": "5x8 20+15x40"},
+        {"series": 'tqadmin_up{profile="q"}', "values": "1x48"},
+        {"series": 'tqadmin_poll_age_seconds{profile="q"}', "values": "5x48"},
+    ]
+    summaries = {alert: summary for alert, _, summary, _ in health_rules("{{ $labels.profile }}")}
+
+    def alerts(at: str, name: str, profiles: list[str]) -> dict[str, object]:
+        return {
+            "eval_time": at,
+            "alertname": name,
+            "exp_alerts": [
+                {
+                    "exp_labels": {"profile": p, "severity": "warning"},
+                    "exp_annotations": {"summary": summaries[name].replace("{{ $labels.profile }}", p)},
+                }
+                for p in profiles
+            ],
+        }
+
+    promtool_test(
+        rules_yaml([("p", Thresholds()), ("q", Thresholds())]),
+        [],
+        tmp_path,
+        input_series=series,
+        alert_rule_test=[
+            alerts("6m", PROFILE_DOWN, []),  # down for 3m45s: not yet
+            alerts("7m15s", PROFILE_DOWN, ["p"]),
+            alerts("4m45s", POLL_STALE, []),  # over 120 s old from 4m on: not for a minute yet
+            alerts("6m", POLL_STALE, ["p"]),
+        ],
+    )

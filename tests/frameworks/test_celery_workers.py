@@ -27,6 +27,7 @@ from tqadmin_redis.admin import RedisAdmin
 from tests.conftest import REDIS_URL
 from tqadmin.frameworks.celery_events import events_in_envelope
 from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.listening import KEPT
 from tqadmin.plugin.workers import ForeignWorker, WorkerReading
 from tqadmin.telemetry.histogram import Histogram
 
@@ -201,7 +202,7 @@ def test_a_celery_worker_on_rabbitmq_with_task_events_is_read_through_one_exclus
                 lambda: (w := celery(admin.framework_workers(), node)) and w.alive and w, "the worker, alive"
             )
             assert (first.alive, first.state, first.pid) == (True, "idle", worker.pid)
-            listener = admin._celery.queue if admin._celery else ""
+            listener = (admin._celery.queue if admin._celery else None) or ""
             declared = management_queue(vhost, listener)
             assert declared is not None and (declared["exclusive"], declared["auto_delete"]) == (True, True)
             assert declared["arguments"] == {"x-max-length": 10_000, "x-overflow": "drop-head"}
@@ -236,6 +237,8 @@ def test_a_celery_worker_on_rabbitmq_with_task_events_is_read_through_one_exclus
             )
     finally:
         admin.close()
+    assert management_queue(vhost, listener) is not None  # kept for the next admin (a reconnect)
+    KEPT.close_all()
     wait_for(lambda: management_queue(vhost, listener) is None, "the listener's queue gone with it")
 
 

@@ -20,6 +20,7 @@ from tqadmin_redis.admin import RedisAdmin
 
 from tests.conftest import REDIS_URL
 from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.listening import KEPT
 
 POLLS = 720  # an hour of a dashboard's or an exporter's polls at 5 s
 OWN_DB = 8  # no other test uses it
@@ -100,6 +101,7 @@ def test_an_hour_of_polling_celery_on_rabbitmq_leaves_the_vhost_as_it_was_but_it
         assert (listener["exclusive"], listener["auto_delete"]) == (True, True)
     finally:
         admin.close()
+        KEPT.close_all()  # the listener outlives its admin for minutes (for the next one): the process ends
     with contextlib.suppress(AssertionError):  # the listener's queue goes with its connection, soon or late
         wait_for(lambda: topology(own_vhost) == before, "the vhost as it was", 60)
     assert topology(own_vhost) == before

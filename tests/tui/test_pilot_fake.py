@@ -558,6 +558,48 @@ async def test_polls_never_overlap_even_when_the_broker_is_slow(make_app: MakeAp
     assert admin.most == 1
 
 
+class HangingAdmin(SeededAdmin):
+    """Every listing after the first hangs until released (or two minutes: a loaded machine's first poll
+    may take seconds, and the deadline is a timeout past the usual poll); ``running``: one hangs now."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.listed = 0
+        self.running = False
+
+    def list_queues(self) -> QueueListing:
+        self.running = True
+        try:
+            if self.listed:
+                self.gate.wait(120)
+            self.listed += 1
+            return super().list_queues()
+        finally:
+            self.running = False
+
+
+async def test_a_poll_that_hangs_past_its_deadline_marks_the_board_stale_before_it_ends(
+    make_app: MakeApp,
+) -> None:
+    admin = HangingAdmin()
+    app = make_app(admin=admin, warm=0, refresh_s=0.5)
+    app.deadline.timeout_s = 0.5  # the profile's --timeout
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, lambda: app.poll_state.last_ok is not None)
+        for _ in range(600):  # real time, bounded: the timer marks it while the poll hangs
+            if app.poll_state.no_answer is not None:
+                break
+            await pilot.pause(0.1)
+        assert admin.running, "the poll still hangs"
+        banner = text_of(app.screen.query_one("#banner"))
+        assert "no answer in" in banner and "(stale)" in banner
+        assert app.screen.query_one(QueueTable).has_class("stale")
+        admin.gate.set()
+        await settled(pilot, lambda: not admin.running and app.poll_state.no_answer is None)
+        assert not app.screen.query_one(QueueTable).has_class("stale")
+
+
 async def test_hostile_queue_names_and_headers_are_shown_literally(make_app: MakeApp) -> None:
     hostile = "[bold red]x[/]\x1b[31m"
     admin = SeededAdmin(queues=[hostile])

@@ -55,3 +55,11 @@ def test_a_fleet_that_lost_the_broker_retries_a_handful_of_times_a_second_never_
 def test_a_backoff_that_could_not_wait_is_refused(base: float, cap: float) -> None:
     with pytest.raises(ValueError, match="backoff"):
         Backoff(base, cap)
+
+
+def test_a_listener_waiting_for_its_source_looks_again_from_2_5_s_doubling_to_2_minutes() -> None:
+    from tqadmin.backoff import absent_backoff
+
+    backoff = absent_backoff(random.Random(7))
+    assert [backoff.bound(n) for n in (1, 2, 3, 6, 7, 1000)] == [2.5, 5.0, 10.0, 80.0, 120.0, 120.0]
+    assert all(60.0 <= backoff.delay(n) <= 120.0 for n in range(7, 200))

@@ -94,3 +94,21 @@ def test_tasks_that_started_before_the_listener_are_counted_from_the_heartbeat()
     events.apply({"type": "worker-heartbeat", "hostname": "celery@a", "timestamp": NOW, "active": 2})
     (worker,) = events.workers(NOW + 1)
     assert (worker.state, worker.current_jobs) == ("busy (2 running)", ())
+
+
+def test_a_dead_worker_is_forgotten_after_the_hour_tqadmins_own_dead_workers_are_kept() -> None:
+    from tqadmin.store.base import Retention
+    from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S
+
+    events, hour_later = CeleryEvents(), NOW + DEAD_WORKER_KEEP_S
+    events.apply({"type": "worker-heartbeat", "hostname": "celery@gone", "timestamp": NOW})
+    events.apply({"type": "worker-heartbeat", "hostname": "celery@here", "timestamp": hour_later})
+    dead = {w.name: w.alive for w in events.workers(NOW + DEAD_WORKER_KEEP_S)}
+    assert dead == {"celery@gone": False, "celery@here": True}
+    later = events.workers(NOW + DEAD_WORKER_KEEP_S + 1.0)
+    assert [w.name for w in later] == ["celery@here"]
+    assert [w.name for w in events.workers(NOW + DEAD_WORKER_KEEP_S + 1.0, ["celery@gone"])] == [
+        "celery@gone",  # its control queue is still there: listed by it, without a heartbeat
+        "celery@here",
+    ]
+    assert Retention().dead_worker_s == DEAD_WORKER_KEEP_S == 3600.0

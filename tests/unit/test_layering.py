@@ -45,7 +45,10 @@ import tqadmin
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ("tqadmin_memory", "tqadmin_rabbitmq", "tqadmin_redis", "tqadmin_sqlite", "tqadmin_sqs")
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors, masking, backoff", ("tqadmin", "tqadmin.errors", "tqadmin.masking", "tqadmin.backoff")),
+    (
+        "errors, masking, backoff",
+        ("tqadmin", "tqadmin.errors", "tqadmin.masking", "tqadmin.backoff", "tqadmin.poll_deadline"),
+    ),
     (
         "plugin contract, telemetry, audit, logs, sqlite_file",
         (

@@ -8,6 +8,11 @@ Every rule waits ``for`` one minute, so a consumer that restarts does not page; 
 The exporter sums the queues past ``--max-queues`` into one series (``folded="true"``): summed figures are
 no queue's, so no per-queue rule looks at it (each matches ``folded!="true"``), and one more rule pages while
 any queue is folded, since the dashboard may paint a folded queue red that no rule can see.
+
+Two rules watch the exporter's own view of each profile, which the dashboard shows in its banner: the
+profile down (``tqadmin_up`` 0: the last poll failed, or the one under way is past its deadline) for
+:data:`DOWN_FOR`, and its values older than :data:`POLL_STALE_S` (the poll age, which grows while the broker
+hangs or the exporter stops polling).
 """
 
 from __future__ import annotations
@@ -23,17 +28,22 @@ from tqadmin.telemetry import metric_names as names
 FOR = "1m"
 FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.tui.sources.StoreTelemetry)
 QUEUES_FOLDED = "TqadminQueuesFolded"
+PROFILE_DOWN = "TqadminProfileDown"
+POLL_STALE = "TqadminPollStale"
+DOWN_FOR = "5m"  # a broker restart or a failover is waited out; an outage pages
+POLL_STALE_S = 120  # the values served are that old: a poller that hangs or stopped
 
 
 def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
     lines = ["groups:"]
     for profile, thresholds in profiles:
         lines += [f"  - name: {json.dumps(f'tqadmin-{profile}')}", "    rules:"]
-        for alert, expr, summary in profile_rules(profile, thresholds):
+        rules = [(*rule, FOR) for rule in profile_rules(profile, thresholds)] + health_rules(profile)
+        for alert, expr, summary, wait in rules:
             lines += [
                 f"      - alert: {alert}",
                 f"        expr: {json.dumps(expr)}",
-                f"        for: {FOR}",
+                f"        for: {wait}",
                 "        labels:",
                 "          severity: warning",
                 "        annotations:",
@@ -98,3 +108,23 @@ def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, 
         )
     )
     return found
+
+
+def health_rules(profile: str) -> list[tuple[str, str, str, str]]:
+    """(alert, expression, summary, for) of the rules on the exporter's view of the profile itself."""
+    p = f"profile={json.dumps(profile)}"
+    return [
+        (
+            PROFILE_DOWN,
+            f"{names.UP}{{{p}}} == 0",
+            "{{ $labels.profile }}: not read for 5 minutes (the broker or the store fails or hangs): every"
+            " other alert of the profile is blind",
+            DOWN_FOR,
+        ),
+        (
+            POLL_STALE,
+            f"{names.POLL_AGE}{{{p}}} > {POLL_STALE_S}",
+            f"{{{{ $labels.profile }}}}: the values served are over {POLL_STALE_S} s old",
+            FOR,
+        ),
+    ]

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from tqadmin.backoff import poll_retry_delay
@@ -31,6 +31,7 @@ from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading, liveness
+from tqadmin.poll_deadline import PollDeadline
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
@@ -109,10 +110,13 @@ class ProfilePoller:
         self._reading = Reading(self.profile)
         self._failures = 0  # polls failed in a row
         self._failing: set[str] = set()  # the parts that failed at the last poll
+        self.deadline = PollDeadline(timeout)
 
     def reading(self) -> Reading:
+        """The last reading; down while the poll under way is past its deadline (a hung broker)."""
         with self._lock:
-            return self._reading
+            reading = self._reading
+        return replace(reading, up=False) if reading.up and self.deadline.overdue() else reading
 
     def run(self, stop: threading.Event) -> None:
         """Poll every interval (sooner after a failure, then backing off) until ``stop`` is set."""
@@ -128,6 +132,13 @@ class ProfilePoller:
 
     def poll(self) -> bool:
         """Read every part once; ``True`` when all of them answered."""
+        self.deadline.started()
+        try:
+            return self._poll()
+        finally:
+            self.deadline.ended()
+
+    def _poll(self) -> bool:
         started = time.monotonic()
         failed: dict[str, str] = {}  # part -> why
         no_queues: tuple[QueueStats, ...] = ()

@@ -15,7 +15,9 @@ into :class:`CeleryEvents`:
 
 Memory is bounded whatever the event rate: at most :data:`MAX_TASKS` tasks between their first event and
 their last (the oldest forgotten first, counted in ``forgotten``), :data:`MAX_WORKERS` workers (pods
-come and go: the longest silent go first) and figures for at most
+come and go: the longest silent go first; one dead for
+:data:`~tqadmin.telemetry.snapshot.DEAD_WORKER_KEEP_S`, an hour, is forgotten, as tqadmin's own dead workers
+are) and figures for at most
 :data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPES` task names, each cut to
 :data:`~tqadmin.telemetry.task_names.MAX_TASK_TYPE_CHARS` characters: a name past them is counted under
 ``(other)`` (the telemetry's cap, :class:`~tqadmin.telemetry.counters.Telemetry`), as tqadmin's own
@@ -46,6 +48,7 @@ from tqadmin.frameworks.decoding import (
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
 from tqadmin.telemetry.counters import TaskStats, Telemetry
+from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S
 
 MAX_TASKS = 10_000
 MAX_WORKERS = 1_000
@@ -179,7 +182,9 @@ class CeleryEvents:
 
     def workers(self, now_s: float, present: Iterable[str] = ()) -> tuple[ForeignWorker, ...]:
         """Every worker the events named, and those ``present`` (their control queues exist) that sent no
-        event yet: listed without a heartbeat."""
+        event yet: listed without a heartbeat. A worker silent for :data:`DEAD_WORKER_KEEP_S` is forgotten
+        (listed again only by its control queue, if that is still there)."""
+        self._forget_dead(now_s)
         running: dict[str, list[CurrentJob]] = {}
         for uuid, task in self._tasks.items():
             if task.started_s is not None and task.hostname:
@@ -212,6 +217,10 @@ class CeleryEvents:
             )
         shown += [celery_node(node) for node in sorted(set(present) - set(self._workers))]
         return tuple(sorted(shown, key=lambda w: w.name))
+
+    def _forget_dead(self, now_s: float) -> None:
+        for hostname in [h for h, w in self._workers.items() if now_s - w.beat_s > DEAD_WORKER_KEEP_S]:
+            del self._workers[hostname]
 
     def task_stats(self) -> dict[str, TaskStats]:
         """Each task name's figures since the listener started."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeAlias
 
-from tqadmin.telemetry.snapshot import WorkerHistory, WorkerSnapshot
+from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S, WorkerHistory, WorkerSnapshot
 
 if TYPE_CHECKING:  # the drivers' types, named for the type checker only: neither is imported here
     import sqlite3
@@ -139,7 +139,7 @@ class Retention:
     job_s: float = 7 * 24 * 3600
     history_step_s: float = 5.0
     history_cap: int = 720
-    dead_worker_s: float = 3600.0
+    dead_worker_s: float = DEAD_WORKER_KEEP_S
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,10 @@ from tqadmin.telemetry.counters import StatsKey, TaskStats, summed
 from tqadmin.telemetry.progress import Progress
 
 SNAPSHOT_VERSION = 1
+DEAD_WORKER_KEEP_S = 3600.0
+"""How long a worker that stopped beating is still listed (as dead) before it is forgotten: tqadmin's own
+(the store's :class:`~tqadmin.store.base.Retention`) and other frameworks' known only from their events
+(Celery's), the same hour, so a week of rolling deploys does not list every pod that ever ran."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.poll_deadline import PollDeadline
 from tqadmin.store.pauses import Pause
 from tqadmin.store.recording import (
     LIVE,
@@ -162,6 +163,7 @@ class TqadminApp(App[None]):
         self._admin: BrokerAdmin | None = None
         self._generation = 0
         self._timer: Timer | None = None
+        self.deadline = PollDeadline(self.settings.timeout_s)  # the queues poll's: stale while it hangs
 
     def _open_store_sources(self) -> None:
         """Telemetry, cron and history from the configured state store, unless the caller gave its own
@@ -213,6 +215,14 @@ class TqadminApp(App[None]):
 
     def on_mount(self) -> None:
         self.start_polling()
+        self.set_interval(1.0, self._mark_overdue)
+
+    def _mark_overdue(self) -> None:
+        """Stale as soon as the queues poll under way is past its deadline, without waiting for its end."""
+        marked = self.poll_state.overdue(self.deadline)
+        if marked is not self.poll_state:
+            self.poll_state = marked
+            self.queues_changed.publish(None)
 
     def _handle_exception(self, error: Exception) -> None:
         """Crash as Textual does (exit code 1, the report on stderr), with the report masked."""
@@ -250,6 +260,7 @@ class TqadminApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="poll-queues")
     def poll_queues(self, generation: int) -> None:
+        self.deadline.started()
         try:
             admin = self.admin()
             listing = self.drain.apply(admin.list_queues())
@@ -310,6 +321,7 @@ class TqadminApp(App[None]):
         )
 
     def on_queues_polled(self, event: QueuesPolled) -> None:
+        self.deadline.ended()
         if event.generation != self._generation:
             return
         self.board.apply(event.listing)
@@ -320,6 +332,7 @@ class TqadminApp(App[None]):
         self._schedule(self.refresh_s)
 
     def on_poll_failed(self, event: PollFailed) -> None:
+        self.deadline.ended()
         if event.generation != self._generation:
             return
         delay = poll_retry_delay(self.poll_state.failures + 1, self.refresh_s)

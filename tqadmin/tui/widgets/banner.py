@@ -13,7 +13,10 @@ from tqadmin.tui.text import clean
 def banner_text(state: PollState, now: float) -> Text:
     """Green when live, red with the error and the retry delay when the last poll failed."""
     text = Text(end="")
-    if state.error is None and state.last_ok is not None:
+    if state.no_answer is not None and state.error is None:
+        text.append(" ✖ no answer ", style="bold white on red")
+        text.append(f" {clean(state.target)}")
+    elif state.error is None and state.last_ok is not None:
         text.append(" ● live ", style="bold black on green")
         text.append(f" {clean(state.target)}  polled {human_duration(now - state.last_ok)} ago")
         if state.note:
@@ -33,10 +36,10 @@ def banner_text(state: PollState, now: float) -> Text:
     if state.error is not None:
         text.append(f" {clean(state.error)}", style="red")
         text.append(f"  retry in {human_duration(state.retry_in_s)} (attempt {state.failures})")
-        if state.last_ok is not None:
-            text.append(
-                f"  showing data from {human_duration(now - state.last_ok)} ago (stale)", style="bold"
-            )
+    elif state.no_answer is not None:
+        text.append(f"  {clean(state.no_answer)}", style="red")
+    if state.stale and state.last_ok is not None:
+        text.append(f"  showing data from {human_duration(now - state.last_ok)} ago (stale)", style="bold")
     for alarm in state.alarms:
         text.append("  ")
         text.append(f" ALARM {clean(alarm.kind)} on {clean(alarm.node)} ", style="bold white on red")
@@ -49,6 +52,6 @@ class Banner(Static):
     """Re-rendered after every poll, success or failure."""
 
     def show(self, state: PollState, now: float) -> None:
-        self.set_class(state.error is not None, "down")
+        self.set_class(state.stale, "down")
         self.set_class(bool(state.alarms), "alarm")
         self.update(banner_text(state, now))
