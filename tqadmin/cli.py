@@ -15,7 +15,7 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, cast
 
 from tqadmin import __version__, config, logs
@@ -70,9 +70,10 @@ class CommandModule(Protocol):
 
 
 class SettingsFreeModule(Protocol):
-    """A command of :data:`_WITHOUT_SETTINGS`: run before the settings are resolved, without them."""
+    """A command of :data:`_WITHOUT_SETTINGS`: run before the settings are resolved, without them, and given
+    the parser of every command (the completion scripts are written from it)."""
 
-    def run(self, args: argparse.Namespace) -> int: ...
+    def run(self, args: argparse.Namespace, whole_parser: Callable[[], argparse.ArgumentParser]) -> int: ...
 
 
 def _add_global_options(
@@ -140,6 +141,19 @@ def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentP
     return parser
 
 
+def whole_parser() -> argparse.ArgumentParser:
+    """The parser of every command with its options, but a command whose module cannot be imported: that
+    one without them (running it says what is wrong)."""
+    importable = set()
+    for name, (module_name, _help) in COMMANDS.items():
+        try:
+            _load(module_name)
+        except Exception:  # noqa: S112 - the command's own run reports it
+            continue
+        importable.add(name)
+    return build_parser(importable)
+
+
 def command_in(argv: Sequence[str], plugin_options: Sequence[PluginOption] = ()) -> str | None:
     """The command ``argv`` names (the first word that is not an option or an option's value), if any."""
     valued = _VALUED_OPTIONS | {o.flag for o in plugin_options if o.flag}
@@ -172,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in _WITHOUT_SETTINGS:
             module = importlib.import_module(f"tqadmin.commands.{COMMANDS[args.command][0]}")
-            return cast(SettingsFreeModule, module).run(args)
+            return cast(SettingsFreeModule, module).run(args, whole_parser)
         settings = config.resolve(
             config.Overrides(
                 profile=args.profile,

@@ -275,6 +275,7 @@ def _stored_bytes(store_url: str, kind: str) -> int:
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
+@pytest.mark.slow  # a scale test: a whole tier cycle of the most series a store keeps
 def test_a_full_tier_cycle_of_max_series_queues_and_tasks_stays_under_the_size_bound(
     history: History, url: str, kind: str
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tqadmin.config import DEFAULT_CONFIG_PATH, load_config_file, profile_names
@@ -23,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profiles", action="store_true", help=argparse.SUPPRESS)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, whole_parser: Callable[[], argparse.ArgumentParser]) -> int:
     if args.profiles:
         for name in _profiles(args.config_path):
             print(name)
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from tqadmin.commands.completion_model import read_cli
     from tqadmin.commands.completion_scripts import render
 
-    sys.stdout.write(render(args.shell, read_cli()))
+    sys.stdout.write(render(args.shell, read_cli(whole_parser())))
     return 0
 
 

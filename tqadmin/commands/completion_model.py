@@ -8,7 +8,6 @@ is added. Profile names are not in them: they change with the config file, so ea
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import dataclass
 
 PROFILE_DESTS = frozenset({"profile", "profiles"})
@@ -50,23 +49,13 @@ class Cli:
         return [flag for option in self.globals if option.takes_value for flag in option.flags]
 
 
-def read_cli() -> Cli:
-    """The commands and options of ``tqadmin``; a command whose module cannot be imported is offered
-    without its own options (running it says what is wrong)."""
-    from tqadmin.cli import COMMANDS, build_parser
-
-    importable = set()
-    for name, (module, _help) in COMMANDS.items():
-        try:
-            importlib.import_module(f"tqadmin.commands.{module}")
-        except Exception:  # noqa: S112 - that command's own run reports it; completion carries on
-            continue
-        importable.add(name)
-    parser = build_parser(importable)
+def read_cli(parser: argparse.ArgumentParser) -> Cli:
+    """The commands and options of ``parser``, the one ``tqadmin.cli.whole_parser`` builds; a command's help
+    is its sub-parser's description."""
     globals_ = _options(parser, set())
     global_flags = {flag for option in globals_ for flag in option.flags}
     commands = tuple(
-        Command(name, COMMANDS[name][1], _options(sub, global_flags), _argument_choices(sub))
+        Command(name, sub.description or "", _options(sub, global_flags), _argument_choices(sub))
         for name, sub in _subparsers(parser)
     )
     return Cli(globals_, commands)
