@@ -38,7 +38,7 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.store.recording import HistoryReader, HistoryRecorder
+from tqadmin.reading.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures

@@ -7,7 +7,8 @@ those below it:
     -> the plugin contract, telemetry, audit, logs and the small files beside them (sqlite_file...)
     -> store, config, frameworks
     -> pipeline, admin and the broker plugins: one floor of islands, none importing another
-    -> tui -> demo -> commands -> cli
+    -> reading (the one read service: a profile's reading for every face)
+    -> tui, exporter -> demo -> commands -> cli
 
 Read from the source (AST), not from ``sys.modules``: every import statement counts, those inside functions
 (lazy imports) and under ``if TYPE_CHECKING:`` too. A type-only import still ties the importer's meaning to a
@@ -47,7 +48,7 @@ PLUGINS = ("tqadmin_memory", "tqadmin_rabbitmq", "tqadmin_redis", "tqadmin_sqlit
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "errors, masking, backoff",
-        ("tqadmin", "tqadmin.errors", "tqadmin.masking", "tqadmin.backoff", "tqadmin.poll_deadline"),
+        ("tqadmin", "tqadmin.errors", "tqadmin.masking", "tqadmin.backoff"),
     ),
     (
         "plugin contract, telemetry, audit, logs, sqlite_file",
@@ -75,6 +76,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("tqadmin.store", "tqadmin.config", "tqadmin.frameworks", "tqadmin.alerting"),
     ),
     ("pipeline, admin, plugins", ("tqadmin.pipeline", "tqadmin.admin", *PLUGINS)),
+    # The one read service: a profile's broker, store and cron read once for every face above it.
+    ("reading", ("tqadmin.reading",)),
     ("tui, exporter", ("tqadmin.tui", "tqadmin.exporter")),
     ("demo", ("tqadmin.demo",)),
     ("commands", ("tqadmin.commands",)),
@@ -210,6 +213,7 @@ DRIVER_FREE = (
     "tqadmin.pipeline",
     "tqadmin.telemetry",
     "tqadmin.admin",
+    "tqadmin.reading",
     "tqadmin.commands",
     "tqadmin.tui",
 )

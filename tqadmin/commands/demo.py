@@ -152,7 +152,7 @@ def _on_the_dashboard(
 ) -> Summary:
     from tqadmin.demo.dashboard import run_with_dashboard
     from tqadmin.demo.focus import focused_factory
-    from tqadmin.tui.connect import connect_admin
+    from tqadmin.reading.connect import connect_admin
     from tqadmin.tui.sources import StoreCron
 
     telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None

@@ -6,7 +6,7 @@ there are. A part that cannot be read keeps its last values, the reading is mark
 after :func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed: the
 listing is the broker's own figures, the store is opened as a reader (never creating the embedded file).
 Unless the profile is read-only, each poll's queues and task totals also go to the profile's history
-(:mod:`tqadmin.store.recording`), so the dashboard can chart what the exporter saw.
+(:mod:`tqadmin.reading.recording`), so the dashboard can chart what the exporter saw.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading, liveness
-from tqadmin.poll_deadline import PollDeadline
+from tqadmin.reading.deadline import PollDeadline
+from tqadmin.reading.lazy import Lazy, unless_fresh
+from tqadmin.reading.recording import history_name, recorder_for
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore, WorkerRecord
 from tqadmin.store.lease import CronStore, open_cron_store
 from tqadmin.store.pauses import Pause, PauseStore, open_pauses
-from tqadmin.store.readers import Lazy, unless_fresh
-from tqadmin.store.recording import history_name, recorder_for
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.metric_names import FRAMEWORK

@@ -36,9 +36,9 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.poll_deadline import PollDeadline
-from tqadmin.store.pauses import Pause
-from tqadmin.store.recording import (
+from tqadmin.reading.connect import connect_admin, describe_error
+from tqadmin.reading.deadline import PollDeadline
+from tqadmin.reading.recording import (
     LIVE,
     SPAN_REREAD_S,
     Depths,
@@ -49,15 +49,23 @@ from tqadmin.store.recording import (
     next_span,
     recorder_for,
 )
+from tqadmin.store.pauses import Pause
 from tqadmin.tui import actions
-from tqadmin.tui.connect import connect_admin, describe_error, framework_workers
 from tqadmin.tui.events import PollFailed, QueuesPolled, SidePolled, SpanRead
 from tqadmin.tui.model import QueueBoard
 from tqadmin.tui.screens.cron import CronScreen
 from tqadmin.tui.screens.dead_letters import DeadLettersScreen
 from tqadmin.tui.screens.overview import OverviewScreen
 from tqadmin.tui.screens.workers import WorkersScreen
-from tqadmin.tui.sources import WINDOW_S, FrameworkTasks, StoreCron, StorePauses, StoreTelemetry, span_view
+from tqadmin.tui.sources import (
+    WINDOW_S,
+    FrameworkTasks,
+    StoreCron,
+    StorePauses,
+    StoreTelemetry,
+    framework_workers,
+    span_view,
+)
 from tqadmin.tui.state import PollState
 from tqadmin.tui.text import clean
 from tqadmin.tui.views import CronSource, CronView, TaskTypeView, TelemetrySource, TelemetryView

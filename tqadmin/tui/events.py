@@ -8,8 +8,8 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
 from tqadmin.plugin.models import Message as PeekedMessage
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.recording import Depths, Span, SpanReading
 from tqadmin.store.pauses import Pause
-from tqadmin.store.recording import Depths, Span, SpanReading
 from tqadmin.tui.views import CronView, TelemetryView
 
 

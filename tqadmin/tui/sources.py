@@ -12,13 +12,15 @@ from collections.abc import Callable, Mapping
 from tqadmin.file_access import Access
 from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.pipeline.cron.status import read_status
+from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.connect import describe_error
+from tqadmin.reading.lazy import Fresh, Lazy, never_fresh, unless_fresh
+from tqadmin.reading.recording import SpanReading
 from tqadmin.store.base import StateStore
 from tqadmin.store.factory import open_store
 from tqadmin.store.lease import CronStore, open_cron_store
 from tqadmin.store.pauses import Pause, PauseStore, open_pauses
-from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
-from tqadmin.store.recording import SpanReading
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.ledger import WorkerFigures, WorkerLedger
@@ -183,6 +185,17 @@ def span_view(reading: SpanReading, live: TelemetryView | None) -> TelemetryView
         task_types=task_type_views(reading.tasks),
         workers=live.workers if live else (),
     )
+
+
+def framework_workers(admin: BrokerAdmin) -> tuple[WorkerReading | None, str | None]:
+    """Other frameworks' workers where the plugin reads their registries (``None`` where it reads none),
+    or the one line saying why they could not be read: the queues polled with them are shown either way."""
+    if not type(admin).capabilities.worker_registries:
+        return None, None
+    try:
+        return admin.framework_workers(), None
+    except Exception as exc:
+        return None, describe_error(exc)
 
 
 class StorePauses:
