@@ -12,7 +12,7 @@ a figure is the same on every face. Written here once for all of them:
   reading carries the note saying where the file will be; a file the user named is a failure;
 - the failure policy: any error of a part (a driver's, a bug's) makes that part unread with one masked line
   and the error, and never stops the others; the broker's listing failing leaves the registries on the
-  same broker unread without a second wait;
+  same broker unread without a second wait (the store's workers failing, the telemetry window likewise);
 - the wedged judgement of tqadmin's and other frameworks' workers, and tqadmin's cumulative task totals;
 - the history: unless the profile is read-only (or the face records nothing), each reading's queues and
   workers' figures go to the profile's history (:mod:`tqadmin.reading.recording`), and spans are read back;
@@ -163,7 +163,7 @@ class ProfileReader:
             with self._store_lock:
                 self._read_store(store_parts, found, unread, notes)
         reading = ProfileReading(
-            self.profile, self._clock(), **found, unread=unread, note=notes[0] if notes else None
+            self.profile, self._clock(), asked, **found, unread=unread, note=notes[0] if notes else None
         )
         with self._judge_lock:
             for judge in self.judges:
@@ -269,7 +269,9 @@ class ProfileReader:
                 if self.recorder is not None:
                     self.recorder.record_tasks(self._ledger.workers())
             found["tasks"] = self._ledger.totals()
-        if Part.TELEMETRY in parts:
+        if Part.TELEMETRY in parts and Part.WORKERS in unread:  # the same store: not waited for twice
+            unread[Part.TELEMETRY] = unread[Part.WORKERS]
+        elif Part.TELEMETRY in parts:
             window = self.window_s
             no_history: tuple[float, list[WorkerHistory]] = (time.time(), [])
             history = self._part(

@@ -70,6 +70,7 @@ class ProfileReading:
 
     profile: str
     at_s: float
+    parts: frozenset[Part] = frozenset()  # the parts asked for
     listing: QueueListing | None = None
     capabilities: Capabilities | None = None
     frameworks: WorkerReading | None = None
