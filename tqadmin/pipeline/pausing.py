@@ -8,6 +8,10 @@ and nothing dead-lettered. Giving a delivery straight back would only bring it s
 consumer (every broker here hands a released delivery out again at once), so it comes back after
 ``min(time the pause has left, recheck)``; that is also the most a set-aside job waits after a resume.
 
+Each read first reaps the pauses that ran out (:func:`tqadmin.store.pause_audit.reap`), so an expiry is
+written to the audit log once ("resumed by expiry") by whichever worker, cron leader or command sees it first,
+without anyone having to come by.
+
 A store that cannot be read keeps the last set read (a warning every 10 s at most): a worker never starts
 paused work because the store blinked. A pause's end is kept on the local monotonic clock from the moment it
 was read, so an expiry takes effect between two reads too.
@@ -24,11 +28,13 @@ from dataclasses import dataclass
 from tqadmin.masking import shown
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
+from tqadmin.store.pause_audit import PauseAudit, reap
 from tqadmin.store.pauses import Pause, PauseStore
 
 log = logging.getLogger("tqadmin.worker")
 
 DEFAULT_RECHECK_S = 10.0
+VIA = "worker"  # the audit records' ``via`` for the expiries a worker reaps
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +52,11 @@ class PauseWatch:
         source: PauseStore | None,
         recheck_s: float = DEFAULT_RECHECK_S,
         clock: Callable[[], float] = time.monotonic,
+        auditor: PauseAudit | None = None,
     ) -> None:
         self._queue = queue
         self._source = source
+        self._auditor = auditor  # where the expiries this worker reaps are recorded (None: it reaps none)
         self._recheck_s = recheck_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -60,6 +68,9 @@ class PauseWatch:
         if self._source is None:
             return
         try:
+            if self._auditor is not None:
+                for warning in reap(self._source, self._auditor, VIA)[1]:
+                    log.warning("%s", warning)
             now, pauses = self._source.standing()
         except Exception as exc:  # the store away, or an answer it should not give: the monitor goes on
             if self._trouble.allow():

@@ -86,7 +86,7 @@ class Worker:
     ) -> None:
         self.settings = settings
         # what must not start now, read each heartbeat (None: no pause is ever read)
-        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s)
+        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s, auditor=auditor)
         self._pause_store, self._auditor = pauses, auditor
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
         self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
