@@ -1,4 +1,5 @@
-"""``tqadmin schedules``: each schedule's next and last fire, lateness, and who leads with which token."""
+"""``tqadmin schedules``: each schedule's next and last fire, lateness, and who leads with which token;
+the paused schedules and, with ``--next N``, each one's next N fire times (:mod:`~.cron.upcoming`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import NoDatabase
 from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
+from tqadmin.pipeline.cron.upcoming import annotate, render_extras
 from tqadmin.store.lease import open_cron_store
+from tqadmin.store.pauses import read_standing
 from tqadmin.tables import table
 
 
@@ -24,6 +28,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE.toml",
         help="a schedule file (default: the schedules running cron instances registered in the store)",
+    )
+    parser.add_argument(
+        "--next",
+        type=positive(int),
+        default=None,
+        metavar="N",
+        help="also list each schedule's next N fire times",
     )
     add_namespace_option(parser)
 
@@ -42,7 +53,13 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
             status = read_status(store, file_schedules)
         finally:
             store.close()
-    ctx.emit(status.to_json(), lambda: render(status))
+    document = status.to_json()
+    _, pauses = read_standing(ctx.settings.store_url, ctx.settings.timeout_s)
+    paused = annotate(document, status.rows, pauses, status.now, args.next)
+    ctx.emit(
+        document,
+        lambda: "\n".join([render(status), *render_extras(status.rows, paused, status.now, args.next)]),
+    )
     return 0
 
 

@@ -67,15 +67,10 @@ class PauseWatch:
         """Read the pause set again; on a store failure keep the last one."""
         if self._source is None:
             return
-        try:
-            if self._auditor is not None:
-                for warning in reap(self._source, self._auditor, VIA)[1]:
-                    log.warning("%s", warning)
-            now, pauses = self._source.standing()
-        except Exception as exc:  # the store away, or an answer it should not give: the monitor goes on
-            if self._trouble.allow():
-                log.warning("could not read the pauses (the last ones read stand): %s", exc)
+        read = read_pauses(self._source, self._auditor, VIA, log, self._trouble)
+        if read is None:
             return
+        now, pauses = read
         local = self._clock()
         mine = {
             p.target.key: _Standing(p, None if p.until is None else local + max(p.until - now, 0.0))
@@ -108,6 +103,23 @@ class PauseWatch:
         ends = [s.ends for s in covering]
         left = None if None in ends else max(e for e in ends if e is not None) - now
         return self._recheck_s if left is None else max(min(left, self._recheck_s), 0.1)
+
+
+def read_pauses(
+    source: PauseStore, auditor: PauseAudit | None, via: str, logger: logging.Logger, trouble: Throttle
+) -> tuple[float, list[Pause]] | None:
+    """Reap the expired pauses (each audited once, when there is an ``auditor``), then read those standing;
+    ``None`` when the store could not be read (said every so often, as ``trouble`` allows): the caller keeps
+    the last set it read."""
+    try:
+        if auditor is not None:
+            for warning in reap(source, auditor, via)[1]:
+                logger.warning("%s", warning)
+        return source.standing()
+    except Exception as exc:  # the store away, or an answer it should not give: the caller goes on
+        if trouble.allow():
+            logger.warning("could not read the pauses (the last ones read stand): %s", exc)
+        return None
 
 
 def _what(pause: Pause) -> str:
