@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("resume", "end a pause: the workers start the jobs again (or the cron fires the ticks)"),
     "pauses": ("pauses", "the pauses that stand: what, why, who, since, until"),
     "trigger": ("trigger", "fire one tick of a cron schedule now, through the cron's leader"),
+    "health": (
+        "health",
+        "each queue's verdict (stalled, degraded...) and wedged workers; exit 7 if unhealthy",
+    ),
 }
 # Commands that read no settings: a broken config file or profile must not break them (the completion script
 # runs at every shell start).

@@ -311,14 +311,13 @@ class Scheduler:
                     self._step_down("fencing token no longer current")
                     return
                 track.cursor = decision.missed_last
-            control = self._control
-            pause = None if control is None else control.paused(schedule.name)
-            if control and pause and decision.due:  # skipped under this token: no later leader fires them
+            pause = self._control.paused(schedule.name) if self._control else None
+            if self._control and pause and decision.due:  # skipped under this token: no leader fires them
                 if not self._store.mark_missed(lease, schedule.name, decision.due[-1], 0):
                     self._step_down("fencing token no longer current")
                     return
                 track.cursor = decision.due[-1]
-                control.skipped(pause, schedule.name, list(decision.due))
+                self._control.skipped(pause, schedule.name, list(decision.due))
                 track.next_fire_at = decision.next_fire_at
                 continue
             for tick in decision.due:
@@ -360,8 +359,7 @@ class Scheduler:
         """Publish the tick ``request`` asks for; ``False`` when this cron runs no such schedule."""
         track = self._tracks.get(request.schedule)
         if track is not None:
-            now = self._clock.time()
-            job = trigger_job(track.schedule, request, lease.token, self.instance, now)
+            job = trigger_job(track.schedule, request, lease.token, self.instance, self._clock.time())
             publish_job(self._publish, track.schedule.queue, job)
         return track is not None
 
