@@ -20,6 +20,7 @@ from typing import Any
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, UsageError
+from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
 from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
@@ -132,7 +133,7 @@ def observations(poll: Poll, at: float) -> list[Observation]:
     for queue in poll.queues:
         workers = own_views(own, queue.name, at) + foreign_views(poll.foreign.workers, queue.name)
         whole = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(poll.pauses_at) if whole else None
+        paused = whole[0].describe(poll.pauses_at) if whole else own_pauses.said(queue)
         found.append(observation(queue, at, workers, paused))
     return found
 
