@@ -25,11 +25,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
 
 
-# commands/queues.py, which branch i29-reader rewrites, still imports the rule under this name from here; the
-# lead points it at tqadmin.broker_text.escaped and drops this line on merge.
-printable = escaped
-
-
 def _is_number(value: object) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 

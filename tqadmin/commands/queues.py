@@ -15,14 +15,16 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
+from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NoDatabase, TqadminError
 from tqadmin.finite import finite
+from tqadmin.frameworks import own_pauses
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import DrainWindow, drain_text
+from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import QueueListing, QueueStats
-from tqadmin.store.pauses import Pause, of_queue, read_standing
-from tqadmin.tables import printable, table
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,16 +40,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    try:
-        with ctx.admin() as admin:
-            listing = DrainWindow().apply(admin.list_queues())
-            unavailable = dict(admin.capabilities.unavailable)
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        listing, unavailable = QueueListing(()), {}
+    reading = ctx.read({Part.QUEUES, Part.PAUSES}, needed=Part.QUEUES)
+    listing = reading.listing or QueueListing(())
+    unavailable = dict(reading.capabilities.unavailable) if reading.capabilities else {}
     listed = work_queues(listing.queues, include_delay_queues=args.all_queues)
     queues = [q for q in listed if not args.name_filter or args.name_filter in q.name]
-    now, pauses = _pauses(ctx)
+    now, pauses = _pauses(ctx, reading)
     document = {
         "queues": [{**q.to_json(), "paused": _paused_json(pauses, q.name, now)} for q in queues],
         "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
@@ -58,14 +56,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def _pauses(ctx: CommandContext) -> tuple[float, list[Pause] | None]:
+def _pauses(ctx: CommandContext, reading: ProfileReading) -> tuple[float, list[Pause] | None]:
     """The pauses standing in the profile's store; ``None`` (each queue's ``paused`` null, a warning on
     stderr) when the store cannot be read: the queues are still listed."""
-    try:
-        return read_standing(ctx.settings.store_url, ctx.settings.timeout_s)
-    except TqadminError as exc:
-        ctx.progress(f"tqadmin: warning: the pauses could not be read: {exc}")
+    if reading.pauses is None:
+        why = reading.unread[Part.PAUSES].why
+        ctx.progress(f"tqadmin: warning: the pauses could not be read: {why}")
         return 0.0, None
+    return reading.pauses.now_s, list(reading.pauses.standing)
 
 
 def _paused_json(pauses: list[Pause] | None, queue: str, now: float) -> list[dict[str, Any]] | None:
@@ -77,14 +75,16 @@ def paused_lines(queues: Iterable[QueueStats], pauses: list[Pause] | None, now: 
     """``paused orders (charge_card): paused 12m left: <reason>``, one line per pause of a queue listed."""
     lines = []
     for q in queues:
+        if (own := own_pauses.said(q)) is not None:  # another framework's own pause (Sidekiq's)
+            lines.append(escaped(f"paused {q.name}: {own}"))
         for p in of_queue(pauses or (), q.name):
             what = f"{q.name} ({p.target.task_type})" if p.target.task_type else q.name
-            lines.append(printable(f"paused {what}: {p.describe(now)}"))
+            lines.append(escaped(f"paused {what}: {p.describe(now)}"))
     return lines
 
 
 def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> str:
-    lines = [printable(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
+    lines = [escaped(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
     rows = [
         (
             q.name,
@@ -129,7 +129,7 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
     for q in listing.queues:
         if q.read_only:
             read_only.setdefault(q.read_only, []).append(q.name)
-    lines += [printable(f"read-only {', '.join(names)}: {why}") for why, names in read_only.items()]
+    lines += [escaped(f"read-only {', '.join(names)}: {why}") for why, names in read_only.items()]
     return "\n".join(lines)
 
 
