@@ -1,17 +1,19 @@
-"""Plain text for a terminal: aligned tables, and names from a broker shown so they cannot drive the terminal.
+"""Plain text for a terminal: aligned tables whose cells, broker strings among them, cannot drive it.
 
-Below every face that prints (the commands, the demo's summary), so each renders a table and escapes a queue
-name the same way.
+Below every face that prints (the commands, the demo's summary), so each renders a table the same way; a cell
+is shown through the one rule for broker strings (:func:`tqadmin.broker_text.escaped`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tqadmin.broker_text import escaped
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A plain aligned text table; numbers right-aligned, ``None`` as "-", control characters escaped."""
-    cells = [[("-" if c is None else printable(str(c))) for c in row] for row in rows]
+    cells = [[("-" if c is None else escaped(str(c))) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     numeric = [all(_is_number(r[i]) for r in rows) and bool(rows) for i in range(len(headers))]
 
@@ -21,12 +23,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         )
 
     return "\n".join([fmt(list(headers)), *(fmt(r) for r in cells)]).rstrip()
-
-
-def printable(text: str) -> str:
-    """Names and headers come from the broker: show control characters escaped so none can drive the
-    terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _is_number(value: object) -> bool:

@@ -41,7 +41,7 @@ from tqadmin_sqs.client import translated
 from tqadmin_sqs.codec import NOT_BEFORE, due_in, not_before_header, without
 from tqadmin_sqs.queues import QueueInfo, Queues
 from tqadmin_sqs.receiving import Receiver
-from tqadmin_sqs.sending import Outgoing, Sender
+from tqadmin_sqs.sending import Sender, ToSend
 from tqadmin_sqs.settling import BATCH, settle_batch
 
 log = logging.getLogger("tqadmin.worker")
@@ -134,7 +134,7 @@ class SqsConsumer(LeasedConsumer[str]):
             except TqadminError as exc:
                 log.warning("could not hide an early retry of %s again: %s", self.queue.name, exc)
             return
-        copy = Outgoing(self.queue, delivery.message, delay_for(min(wait_s, MAX_DELAY_S)), copy=True)
+        copy = ToSend(self.queue, delivery.message, delay_for(min(wait_s, MAX_DELAY_S)), copy=True)
         if self._sender.send([copy])[0].outcome is Outcome.CONFIRMED:
             self.settles.ack(receipt, delivery)
 
@@ -167,7 +167,7 @@ class SqsConsumer(LeasedConsumer[str]):
             updated.update(not_before_header(time.time() + delay))
         copy = Message(message.body, updated, message.properties, message.id)
         send_delay = 0 if self.queue.fifo else min(delay, int(MAX_DELAY_S))
-        return self._copy_then_delete(delivery, Outgoing(self.queue, copy, send_delay, copy=True))
+        return self._copy_then_delete(delivery, ToSend(self.queue, copy, send_delay, copy=True))
 
     def dead_letter(self, delivery: Delivery, headers: Mapping[str, Any]) -> bool:
         if not self.alive(delivery):
@@ -184,9 +184,9 @@ class SqsConsumer(LeasedConsumer[str]):
             self.release([delivery])
             return False
         copy = Message(message.body, updated, message.properties, message.id)
-        return self._copy_then_delete(delivery, Outgoing(target, copy, copy=True))
+        return self._copy_then_delete(delivery, ToSend(target, copy, copy=True))
 
-    def _copy_then_delete(self, delivery: Delivery, out: Outgoing) -> bool:
+    def _copy_then_delete(self, delivery: Delivery, out: ToSend) -> bool:
         sent = self._sender.send([out])[0]
         if sent.outcome is not Outcome.CONFIRMED:
             log.error(

@@ -34,7 +34,7 @@ _TOKEN = re.compile(r"^[!-~]{1,128}$")  # what SQS takes as a group or deduplica
 
 
 @dataclass(frozen=True, slots=True)
-class Outgoing:
+class ToSend:
     """One message for one queue; ``copy`` when it is a copy of a message already sent once."""
 
     queue: QueueInfo
@@ -54,7 +54,7 @@ def fifo_token(text: str) -> str:
     return text if _TOKEN.match(text) else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def entry(out: Outgoing, entry_id: str) -> tuple[dict[str, Any], int]:
+def entry(out: ToSend, entry_id: str) -> tuple[dict[str, Any], int]:
     """A SendMessageBatch entry and its size; raises what makes SQS refuse it (too large)."""
     body, attributes = encode(out.message, out.queue.max_bytes)
     item: dict[str, Any] = {"Id": entry_id, "MessageBody": body}
@@ -78,7 +78,7 @@ class Sender:
         self.place = place
         self.parallel = max(1, parallel)
 
-    def send(self, messages: Sequence[Outgoing]) -> list[Sent]:
+    def send(self, messages: Sequence[ToSend]) -> list[Sent]:
         """Each message's outcome, in order."""
         results: list[Sent | None] = [None] * len(messages)
         batches = self._batches(messages, results)
@@ -91,7 +91,7 @@ class Sender:
         return [r if r is not None else Sent(Outcome.UNKNOWN) for r in results]
 
     def _batches(
-        self, messages: Sequence[Outgoing], results: list[Sent | None]
+        self, messages: Sequence[ToSend], results: list[Sent | None]
     ) -> list[list[tuple[int, dict[str, Any]]]]:
         """Entries grouped by queue into batches of at most 10 and 256 KiB; refusals recorded at once."""
         by_queue: dict[str, list[list[tuple[int, dict[str, Any]]]]] = {}
@@ -113,7 +113,7 @@ class Sender:
 
     def _send_batch(
         self,
-        messages: Sequence[Outgoing],
+        messages: Sequence[ToSend],
         batch: list[tuple[int, dict[str, Any]]],
         results: list[Sent | None],
     ) -> None:

@@ -22,7 +22,7 @@ from tqadmin_sqs.codec import to_message
 from tqadmin_sqs.consuming import RECEIVE_BATCH
 from tqadmin_sqs.queues import Queues
 from tqadmin_sqs.receiving import RECEIVE_ATTRIBUTES
-from tqadmin_sqs.sending import Outgoing, Sender
+from tqadmin_sqs.sending import Sender, ToSend
 from tqadmin_sqs.settling import settle_batch
 
 VISIBILITY_S = 60  # how long a fetched message stays hidden without renewal (a killed session: back after it)
@@ -105,7 +105,7 @@ class SqsTransferSession(HeldSession[_Token]):
                     f"{self._place} has no queue named {queue!r} (create it, or pick another target);"
                     " the originals were left in place"
                 ) from None
-            outgoing.append(Outgoing(target, message, copy=True))
+            outgoing.append(ToSend(target, message, copy=True))
         sent = Sender(self._client, self._place).send(outgoing)
         unknown = [s for s in sent if s.outcome is Outcome.UNKNOWN]
         if unknown and unknown[0].error is not None:

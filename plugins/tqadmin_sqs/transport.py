@@ -11,13 +11,19 @@ from typing import ClassVar
 from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.transport import BrokerTransport, Consumer, Outcome, PublishResult, publish_options
-from tqadmin.plugin.transport import Outgoing as Addressed
+from tqadmin.plugin.transport import (
+    BrokerTransport,
+    Consumer,
+    Outcome,
+    Outgoing,
+    PublishResult,
+    publish_options,
+)
 from tqadmin_sqs.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_sqs.client import make_client, where
 from tqadmin_sqs.consuming import MAX_VISIBILITY_S, SqsConsumer
 from tqadmin_sqs.queues import Queues
-from tqadmin_sqs.sending import Outgoing, Sender
+from tqadmin_sqs.sending import Sender, ToSend
 
 
 class SqsTransport(BrokerTransport):
@@ -33,12 +39,12 @@ class SqsTransport(BrokerTransport):
         self.queues.declare(queue)
 
     def publish_now(
-        self, messages: Sequence[Addressed], *, window: int, options: Mapping[str, str] | None
+        self, messages: Sequence[Outgoing], *, window: int, options: Mapping[str, str] | None
     ) -> PublishResult:
         publish_options(options, TRANSPORT_CAPABILITIES, "SQS")
         outcomes: list[Outcome | None] = [None] * len(messages)
         first_error: TqadminError | None = None
-        resolved: list[tuple[int, Outgoing]] = []
+        resolved: list[tuple[int, ToSend]] = []
         for index, (queue, message) in enumerate(messages):
             try:
                 info = self.queues.info(queue)
@@ -46,7 +52,7 @@ class SqsTransport(BrokerTransport):
                 outcomes[index] = Outcome.FAILED
                 first_error = first_error or exc
                 continue
-            resolved.append((index, Outgoing(info, message)))
+            resolved.append((index, ToSend(info, message)))
         sender = Sender(self.client, self.place, parallel=max(1, min(8, window // 10)))
         for (index, _), sent in zip(resolved, sender.send([o for _, o in resolved]), strict=True):
             outcomes[index] = sent.outcome

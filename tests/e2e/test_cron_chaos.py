@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 import redis
 from cron_redis import REDIS_URL, delete_namespace
+from cron_sink import CRON_WITH_SINK
 from redis_servers import PersistentRedis
 
 from tqadmin.store.redis_lease import RedisCronStore
@@ -73,7 +73,7 @@ class Fleet:
         self.started += 1
         instance = f"cron-{self.started}"
         log = (self.logs / f"{instance}.log").open("wb")
-        command = [sys.executable, "-m", "tqadmin.cli", "cron", "--schedule", str(self.schedule)]
+        command = [*CRON_WITH_SINK, "cron", "--schedule", str(self.schedule)]
         command += [
             "--namespace",
             self.namespace,

@@ -15,6 +15,7 @@ import pika
 import pytest
 import redis
 from cron_redis import REDIS_URL, delete_namespace
+from cron_sink import CRON_WITH_SINK
 
 from tqadmin.store.redis_lease import RedisCronStore
 
@@ -118,7 +119,7 @@ def test_schedules_lists_registered_schedules_without_the_file(
     sink = f"tqtest:sink:{unique}"
     env = {**env, "TQADMIN_CRON_SINK": f"{REDIS_URL}#{sink}"}
     store = RedisCronStore.from_url(REDIS_URL, namespace)
-    command = [sys.executable, "-m", "tqadmin.cli", "cron", "--schedule", str(schedule_file(tmp_path, "q"))]
+    command = [*CRON_WITH_SINK, "cron", "--schedule", str(schedule_file(tmp_path, "q"))]
     command += ["--namespace", namespace, "--instance-id", "cron-x", "--lock-ttl", "5"]
     proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
     try:

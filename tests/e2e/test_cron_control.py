@@ -1,6 +1,6 @@
 """Pausing a schedule and triggering one tick now, with a real ``tqadmin cron`` process, its state store on
-Redis and on the SQLite file; every job it publishes goes to a Redis list (the cron's test sink), so each tick
-can be counted.
+Redis and on the SQLite file; every job it publishes goes to a Redis list (the cron's test sink,
+tests/cron_sink.py), so each tick can be counted.
 
 - ``pause --schedule``: the leader skips the schedule's ticks (never published, not counted as missed, one
   audit record per skip), ``schedules`` shows the pause and the next N fire times, and after ``resume`` the
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import redis
+from cron_sink import CRON_WITH_SINK
 
 pytestmark = [pytest.mark.redis]
 
@@ -46,7 +47,7 @@ class Cron:
             f'[[schedule]]\nname = "beat"\ncron = "{cron}"\nqueue = "q"\ntask_type = "ping"\n'
             'job = { region = "eu" }\nmisfire_grace = 10\n'
         )
-        command = [sys.executable, "-m", "tqadmin.cli", "cron", "--schedule", str(path)]
+        command = [*CRON_WITH_SINK, "cron", "--schedule", str(path)]
         command += ["--namespace", self.namespace, "--instance-id", "cron-a", "--lock-ttl", "3"]
         log = (self.tmp / "cron.log").open("a")
         self.process = subprocess.Popen(command, env=self.env, stderr=log, text=True)

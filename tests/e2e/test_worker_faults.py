@@ -254,9 +254,9 @@ def test_a_job_timeout_past_the_brokers_consumer_timeout_is_warned_about_at_star
 def test_a_worker_that_hangs_mid_run_instead_of_dying_still_charges_its_job_a_crash(
     pipeline: Pipeline,
 ) -> None:
-    """A process that dies has its runs charged by its supervisor (the run ledger); one that hangs (stopped,
-    locked up) cannot tell it, so the store already has the start of every run that outlasts a monitor tick:
-    once the hung process's lease runs out, the next claim of the job shows the crash."""
+    """A process that dies has its runs charged by its supervisor (the claim register); one that hangs
+    (stopped, locked up) cannot tell it, so the store already has the start of every run that outlasts a
+    monitor tick: once the hung process's lease runs out, the next claim of the job shows the crash."""
     pipeline.publish([{"task_type": "sleep", "id": "hangs", "seconds": 5}])
     worker = pipeline.start("--concurrency", "1", "--lease", "1")
     pipeline.wait_for(lambda: pipeline.runs() == {"hangs": 1}, 30, "the long run to start")

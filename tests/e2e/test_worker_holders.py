@@ -6,7 +6,7 @@
   done; carrying the run's retry when it failed, since the original delivery went with the channel), instead
   of being sent to wait out the renewed lease in a delay queue (16.8 s after a ``stop_app`` / ``start_app``).
   A copy held by another worker's run looks again within a second, not once that lease has run out.
-- A worker process that dies leaves claims: the supervisor gives them up at once from its run ledger, the
+- A worker process that dies leaves claims: the supervisor gives them up at once from its claim register, the
   running job's charged its crash, the waiting ones released, instead of leaving them to their leases (30 s
   each time a job kills its process, before).
 

@@ -115,7 +115,7 @@ def test_the_claims_of_a_dead_holder_are_given_up_at_once_and_the_started_ones_c
     store: StateStore,
 ) -> None:
     """What a supervisor does when its worker process dies: nothing waits out a 30 s lease. A run under way
-    (the run ledger says so; the store may not know it started) is charged its crash on the next claim; a
+    (the claim register says so; the store may not know it started) is charged its crash on the next claim; a
     claim whose run had not started, or whose task had returned, is released; a superseded one is left."""
     ran, waited, returned = store.claim_many(["ran", "waited", "returned"], "dead", 30)
     assert store.start(returned)  # the monitor recorded its start; its task returned before the death

@@ -17,7 +17,7 @@ from tqadmin.demo.layout import Layout, plan
 from tqadmin.demo.orchestrator import Demo, Wiring, WorkerOptions, WorkersGaveUp, worker_commands, worker_env
 from tqadmin.demo.processes import Supervisor
 from tqadmin.demo.summary import BrokerView, Summary, Telemetry
-from tqadmin.demo.traffic import Outgoing, Traffic, TrafficCounts
+from tqadmin.demo.traffic import Traffic, TrafficCounts, TrafficMessage
 from tqadmin.errors import Unreachable
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
@@ -27,7 +27,7 @@ QUITTER = [sys.executable, "-c", "import sys; print('worker: cannot import task 
 
 
 class ConfirmingSink:
-    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+    def publish(self, messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]:
         return [True] * len(messages), ""
 
     def close(self) -> None:

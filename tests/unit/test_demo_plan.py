@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from tqadmin.demo.chaos import Chaos, Outcome
+from tqadmin.demo.chaos import Chaos, Fate
 from tqadmin.demo.layout import TASK_QUEUES, plan
 
 
@@ -40,23 +40,23 @@ def test_a_demo_needs_a_worker() -> None:
 
 def test_the_same_run_of_the_same_job_always_goes_the_same_way() -> None:
     chaos = Chaos(failure_rate=0.5, seed=3)
-    first = [chaos.outcome("send_email", f"job-{i}", 1) for i in range(50)]
-    assert first == [Chaos(failure_rate=0.5, seed=3).outcome("send_email", f"job-{i}", 1) for i in range(50)]
-    assert first != [Chaos(failure_rate=0.5, seed=4).outcome("send_email", f"job-{i}", 1) for i in range(50)]
+    first = [chaos.fate("send_email", f"job-{i}", 1) for i in range(50)]
+    assert first == [Chaos(failure_rate=0.5, seed=3).fate("send_email", f"job-{i}", 1) for i in range(50)]
+    assert first != [Chaos(failure_rate=0.5, seed=4).fate("send_email", f"job-{i}", 1) for i in range(50)]
 
 
 def test_failures_follow_the_failure_rate_and_fatal_ones_only_strike_the_first_run() -> None:
     chaos = Chaos(failure_rate=0.2, seed=1)
-    first = Counter(chaos.outcome("charge_card", str(i), 1) for i in range(5000))
-    later = Counter(chaos.outcome("charge_card", str(i), 2) for i in range(5000))
-    assert 0.8 * 0.2 < first[Outcome.TRANSIENT] / 5000 < 1.2 * 0.2
-    assert first[Outcome.FATAL] > 0 and first[Outcome.SLOW] > 0
-    assert later[Outcome.FATAL] == 0
+    first = Counter(chaos.fate("charge_card", str(i), 1) for i in range(5000))
+    later = Counter(chaos.fate("charge_card", str(i), 2) for i in range(5000))
+    assert 0.8 * 0.2 < first[Fate.TRANSIENT] / 5000 < 1.2 * 0.2
+    assert first[Fate.FATAL] > 0 and first[Fate.SLOW] > 0
+    assert later[Fate.FATAL] == 0
 
 
 def test_a_zero_failure_rate_never_fails() -> None:
     chaos = Chaos(failure_rate=0.0)
-    assert {chaos.outcome("resize_image", str(i), a) for i in range(200) for a in (1, 2)} == {Outcome.OK}
+    assert {chaos.fate("resize_image", str(i), a) for i in range(200) for a in (1, 2)} == {Fate.OK}
 
 
 def test_workers_read_the_knobs_the_orchestrator_passed_down() -> None:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from tqadmin.demo.layout import plan
-from tqadmin.demo.traffic import MALFORMED_KINDS, Kind, Outgoing, Traffic, TrafficCounts, kind_at
+from tqadmin.demo.traffic import MALFORMED_KINDS, Kind, Traffic, TrafficCounts, TrafficMessage, kind_at
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.job import MalformedJob, decode_job
 
@@ -15,11 +15,11 @@ class RecordingSink:
     """Confirms everything, or refuses every batch while ``down``."""
 
     def __init__(self) -> None:
-        self.batches: list[list[Outgoing]] = []
+        self.batches: list[list[TrafficMessage]] = []
         self.down = False
         self.closed = False
 
-    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+    def publish(self, messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]:
         self.batches.append(list(messages))
         if self.down:
             return [False] * len(messages), "cannot connect to RabbitMQ"
@@ -105,7 +105,7 @@ def test_refused_batches_are_counted_as_failed_and_the_stream_goes_on() -> None:
     stop = threading.Event()
     original = sink.publish
 
-    def publish_then_recover(messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+    def publish_then_recover(messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]:
         result = original(messages, rate)
         sink.down = False
         stop.wait(0)
@@ -131,7 +131,7 @@ def test_empty_counts_publish_nothing() -> None:
 
 def test_a_sink_that_cannot_even_try_fails_its_batch_without_killing_the_publisher() -> None:
     class BrokenSink(RecordingSink):
-        def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+        def publish(self, messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]:
             raise Unreachable("cannot connect to RabbitMQ")
 
     sink = BrokenSink()

@@ -57,8 +57,9 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.errors",
             "tqadmin.masking",
             "tqadmin.backoff",
-            # Leaves every floor shares, importing nothing of ours: the finite-number check, plain tables,
-            # private folders, the file-access and read-only SQLite checks, the URL prefix rule.
+            # Leaves every floor shares: the rule for showing broker strings, the finite-number check, plain
+            # tables, private folders, the file-access and read-only SQLite checks, the URL prefix rule.
+            "tqadmin.broker_text",
             "tqadmin.finite",
             "tqadmin.tables",
             "tqadmin.private",
@@ -102,6 +103,9 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # actions, alerting and the plugins declare none: they are islands, and a plugin is found through its entry
 # point, never imported by another.
 SAME_FLOOR: dict[tuple[str, str], str] = {
+    ("tqadmin.tables", "tqadmin.broker_text"): (
+        "a table's cells are shown through the one rule for broker strings, which knows nothing of tables"
+    ),
     ("tqadmin.plugin", "tqadmin.telemetry"): (
         "other frameworks' workers (plugin.workers) carry their task counts as telemetry's TaskStats, the"
         " value every face merges; telemetry knows nothing of plugins"
@@ -347,6 +351,7 @@ FRAMEWORKS_MAY_IMPORT = (
     "tqadmin.telemetry",
     "tqadmin.errors",
     "tqadmin.finite",
+    "tqadmin.broker_text",
 )
 DESERIALISERS = ["pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 

@@ -1,11 +1,11 @@
-"""Where a run's start is recorded before its task runs: the run ledger when it fits, else the store."""
+"""Where a run's start is recorded before its task runs: the claim register when it fits, else the store."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tqadmin.pipeline.claim_register import ClaimRegister, Left
 from tqadmin.pipeline.job import new_job
-from tqadmin.pipeline.ledger import Left, RunLedger
 from tqadmin.pipeline.outcomes import Run
 from tqadmin.pipeline.starts import RunStarts
 from tqadmin.pipeline.tasks import TaskSpec
@@ -33,27 +33,27 @@ def a_run(job_id: str) -> Run:
 
 
 def test_under_a_supervisor_a_start_costs_no_store_round_trip_and_ends_with_its_task() -> None:
-    store, ledger = StoreStarts(), RunLedger(2)
-    starts, run = RunStarts(store, ledger), a_run("j1")
-    ledger.hold("j1", 7)  # as the claim's trip wrote it
+    store, register = StoreStarts(), ClaimRegister(2)
+    starts, run = RunStarts(store, register), a_run("j1")
+    register.hold("j1", 7)  # as the claim's trip wrote it
     assert starts.begin(run)
-    assert ledger.left() == [Left("j1", 7, running=True)] and not run.recorded and store.sent == []
+    assert register.left() == [Left("j1", 7, running=True)] and not run.recorded and store.sent == []
     starts.end(run)
-    assert ledger.left() == [Left("j1", 7, running=False)]  # held until its mark lands: no crash to charge
+    assert register.left() == [Left("j1", 7, running=False)]  # held until its mark lands: no crash to charge
 
 
-def test_a_run_whose_claim_the_ledger_does_not_hold_is_recorded_in_the_store_before_it_runs() -> None:
-    store, ledger = StoreStarts(), RunLedger(1)
-    starts = RunStarts(store, ledger)
+def test_a_run_whose_claim_the_register_does_not_hold_is_recorded_in_the_store_before_it_runs() -> None:
+    store, register = StoreStarts(), ClaimRegister(1)
+    starts = RunStarts(store, register)
     first, second = a_run("j1"), a_run("j2")
-    ledger.hold("j1", 7)
-    ledger.running("j1", 7)
-    assert not ledger.hold("j2", 7)  # the one slot holds a running claim
+    register.hold("j1", 7)
+    register.running("j1", 7)
+    assert not register.hold("j2", 7)  # the one slot holds a running claim
     assert starts.begin(first) and starts.begin(second)
     assert store.sent == [["j2"]] and second.recorded and not first.recorded
 
 
-def test_without_a_ledger_every_start_goes_to_the_store_and_a_superseded_claim_is_not_run() -> None:
+def test_without_a_register_every_start_goes_to_the_store_and_a_superseded_claim_is_not_run() -> None:
     store = StoreStarts(answer=False)
     starts, run = RunStarts(store, None), a_run("j1")
     assert not starts.begin(run)

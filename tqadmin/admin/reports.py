@@ -3,17 +3,17 @@ notification: the figures that apply to the action, a dry run said as such, and 
 
 from __future__ import annotations
 
+from tqadmin.broker_text import escaped
 from tqadmin.plugin.models import ActionReport
-from tqadmin.tables import printable
 
 
 def describe_report(report: ActionReport) -> str:
     """``move: a -> b matched 3, moved 3, failed 0``, then a ``not done:`` line per part left undone."""
     parts = [f"{report.action}:"]
     if report.source:
-        parts.append(printable(report.source))
+        parts.append(escaped(report.source))
     if report.target:
-        parts.append(f"-> {printable(report.target)}")
+        parts.append(f"-> {escaped(report.target)}")
     figures = [f"matched {report.matched}"]
     if report.action == "purge":
         figures.append(f"purged {report.purged}")
@@ -26,5 +26,5 @@ def describe_report(report: ActionReport) -> str:
         " ".join(parts) + " " + ", ".join(figures) + (" (dry run: nothing changed)" if report.dry_run else "")
     )
     if report.not_done:
-        line += "\nnot done:\n  " + "\n  ".join(printable(item) for item in report.not_done)
+        line += "\nnot done:\n  " + "\n  ".join(escaped(item) for item in report.not_done)
     return line

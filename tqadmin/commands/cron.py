@@ -22,7 +22,6 @@ from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.jobs import Publish
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Scheduler
-from tqadmin.pipeline.cron.sink import SINK_ENV, RedisListSink
 from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.store.lease import open_cron_store
 from tqadmin.store.pause_audit import PauseAudit
@@ -92,14 +91,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 @contextmanager
 def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
-    sink = os.environ.get(SINK_ENV)
-    if sink:
-        recorder = RedisListSink(sink, ctx.settings.timeout_s)
-        try:
-            yield recorder
-        finally:
-            recorder.close()
-        return
+    """The broker's transport, once the queues are declared (the cron's process tests put a Redis list here:
+    tests/cron_sink.py)."""
     from tqadmin.pipeline.cron.publishing import TransportPublish
 
     with ctx.plugin().transport(ctx.broker_config()) as transport:

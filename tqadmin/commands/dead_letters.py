@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin.dead_letters import GROUP_FIELDS, dead_letter_groups
+from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
 from tqadmin.plugin.capabilities import Operation
-from tqadmin.tables import printable, table
+from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         lambda: (
             table([args.group_by.upper(), "COUNT"], [[k, n] for k, n in groups])
             if groups
-            else f"no messages in {printable(args.queue)}"
+            else f"no messages in {escaped(args.queue)}"
         ),
     )
     return 0

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqadmin.broker_text import escaped
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, UsageError
@@ -31,7 +32,7 @@ from tqadmin.reading.reader import ProfileReader
 from tqadmin.reading.reading import Part
 from tqadmin.store.base import WorkerRecord
 from tqadmin.store.pauses import Pause, of_queue
-from tqadmin.tables import printable, table
+from tqadmin.tables import table
 from tqadmin.telemetry.verdict import (
     UNHEALTHY,
     VERDICTS,
@@ -195,7 +196,7 @@ def _workers_json(ctx: CommandContext, poll: Poll) -> list[dict[str, Any]]:
 def describe(queues: list[dict[str, Any]], workers: list[dict[str, Any]]) -> str:
     rows = [(q["name"], q["verdict"], q["reason"]) for q in queues]
     lines = [table(("QUEUE", "VERDICT", "WHY"), rows) if rows else "no queues"]
-    lines += [printable(f"wedged worker {w['name']}: {w['wedged_reason']}") for w in workers if w["wedged"]]
+    lines += [escaped(f"wedged worker {w['name']}: {w['wedged_reason']}") for w in workers if w["wedged"]]
     bad = [f"{q['name']} {q['verdict']}" for q in queues if q["verdict"] in UNHEALTHY]
     wedged = sum(1 for w in workers if w["wedged"])
     if bad or wedged:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin import gate, pausing
+from tqadmin.broker_text import escaped
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.pauses import add_target, named, open_writer, target_of, warn
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.store.pauses import FOREVER, parse_duration
-from tqadmin.tables import printable
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         now = store.now()
     warn(ctx, warnings)
     document = {"action": "pause", "target": named(target), "pause": written.to_json(now)}
-    ctx.emit(document, lambda: printable(f"paused {target.describe()}: {written.describe(now)}"))
+    ctx.emit(document, lambda: escaped(f"paused {target.describe()}: {written.describe(now)}"))
     return 0
 
 

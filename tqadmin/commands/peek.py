@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from tqadmin.broker_text import escaped
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
-from tqadmin.tables import printable
 
 BODY_PREVIEW = 200
 
@@ -116,4 +116,4 @@ def _preview(message: Message) -> str:
 
 def _text(value: object) -> str:
     """Broker data is data: control characters escaped so a body cannot drive the terminal."""
-    return printable(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return escaped(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))

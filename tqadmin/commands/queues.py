@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
+from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
 from tqadmin.finite import finite
 from tqadmin.frameworks import own_pauses
@@ -23,7 +24,7 @@ from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.store.pauses import Pause, of_queue
-from tqadmin.tables import printable, table
+from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -75,15 +76,15 @@ def paused_lines(queues: Iterable[QueueStats], pauses: list[Pause] | None, now: 
     lines = []
     for q in queues:
         if (own := own_pauses.said(q)) is not None:  # another framework's own pause (Sidekiq's)
-            lines.append(printable(f"paused {q.name}: {own}"))
+            lines.append(escaped(f"paused {q.name}: {own}"))
         for p in of_queue(pauses or (), q.name):
             what = f"{q.name} ({p.target.task_type})" if p.target.task_type else q.name
-            lines.append(printable(f"paused {what}: {p.describe(now)}"))
+            lines.append(escaped(f"paused {what}: {p.describe(now)}"))
     return lines
 
 
 def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> str:
-    lines = [printable(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
+    lines = [escaped(f"ALARM {a.kind} on {a.node} {a.detail}".rstrip()) for a in listing.alarms]
     rows = [
         (
             q.name,
@@ -128,7 +129,7 @@ def render(listing: QueueListing, unavailable: dict[str, str] | None = None) -> 
     for q in listing.queues:
         if q.read_only:
             read_only.setdefault(q.read_only, []).append(q.name)
-    lines += [printable(f"read-only {', '.join(names)}: {why}") for why, names in read_only.items()]
+    lines += [escaped(f"read-only {', '.join(names)}: {why}") for why, names in read_only.items()]
     return "\n".join(lines)
 
 

@@ -16,8 +16,8 @@ from tqadmin.errors import ExitCode, TqadminError, UsageError
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.breaker import BreakRule
+from tqadmin.pipeline.claim_register import ClaimRegister, recover_claims
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
-from tqadmin.pipeline.ledger import RunLedger, recover_claims
 from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
 from tqadmin.pipeline.pulse import Pulse
 from tqadmin.pipeline.supervisor import Restart, restarts, supervise, watchdog_restarts
@@ -141,9 +141,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     ctx.settings.refuse_if_read_only("worker")  # it acks, retries and dead-letters: a write, refused first
     settings = settings_from(args)
     registry = load_tasks(args.tasks)  # before forking: a bad module is exit 2 at once
-    # Made before the fork, so the supervisor reads what a dead child left there (docs: the run ledger).
-    ledger = (
-        RunLedger.for_window(settings.effective_prefetch, settings.concurrency) if settings.dedup else None
+    # Made before the fork, so the supervisor reads what a dead child left there (docs: the claim register).
+    register = (
+        ClaimRegister.for_window(settings.effective_prefetch, settings.concurrency)
+        if settings.dedup
+        else None
     )
     watchdog = None if args.watchdog is None else Watchdog(Pulse(), args.watchdog)  # before the fork too
 
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     store,
                     registry,
                     restarts=restarts(),
-                    ledger=ledger,
+                    register=register,
                     pulse=None if watchdog is None else watchdog.pulse,
                     watchdog_restarts=watchdog_restarts(),
                     pauses=pauses,
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     return supervise(
         child,
-        on_death=None if ledger is None else functools.partial(recover_claims, ledger, opening),
+        on_death=None if register is None else functools.partial(recover_claims, register, opening),
         watchdog=watchdog,
     )
 

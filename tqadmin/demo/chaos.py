@@ -1,6 +1,6 @@
 """Which run of which job fails, and how: decided from the job id, so every worker agrees.
 
-The outcome of a run is drawn from a RNG seeded with (seed, task type, job id, attempt): the same job fails
+The fate of a run is drawn from a RNG seeded with (seed, task type, job id, attempt): the same job fails
 the same way whichever worker process runs it and however often the demo is replayed with the same seed,
 which makes a run reproducible enough to explain ("this payment was declined on its first try") while the
 mix over many jobs still follows the failure rate. Workers read the knobs from the environment because the
@@ -28,7 +28,9 @@ FATAL_SHARE = 0.2
 SLOW_SHARE = 0.1
 
 
-class Outcome(StrEnum):
+class Fate(StrEnum):
+    """What the chaos makes one run of a job do."""
+
     OK = "ok"
     TRANSIENT = "transient"  # raise TransientError: retried with backoff
     FATAL = "fatal"  # raise FatalError: straight to the dead-letter queue
@@ -66,7 +68,7 @@ class Chaos:
             ENV_SLOW_S: repr(self.slow_s),
         }
 
-    def outcome(self, task_type: str, job_id: str, attempt: int) -> Outcome:
+    def fate(self, task_type: str, job_id: str, attempt: int) -> Fate:
         """How run ``attempt`` (1 for the first) of this job goes.
 
         A fatal failure can only happen on the first run (a declined card stays declined, a retry would not
@@ -78,9 +80,9 @@ class Chaos:
         fatal = rate * FATAL_SHARE if attempt == 1 else 0.0
         slow = rate * SLOW_SHARE
         if draw < fatal:
-            return Outcome.FATAL
+            return Fate.FATAL
         if draw < fatal + slow:
-            return Outcome.SLOW
+            return Fate.SLOW
         if draw < fatal + slow + rate:
-            return Outcome.TRANSIENT
-        return Outcome.OK
+            return Fate.TRANSIENT
+        return Fate.OK

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from tqadmin import FatalError, TransientError, task
-from tqadmin.demo.chaos import Chaos, Outcome
+from tqadmin.demo.chaos import Chaos, Fate
 from tqadmin.pipeline.tasks import TaskContext
 from tqadmin.store.effects import add
 from tqadmin.store.keys import job_tag
@@ -37,13 +37,13 @@ FAILURES: dict[str, tuple[str, str]] = {
 
 def strike(ctx: TaskContext, chaos: Chaos = CHAOS) -> None:
     """Fail this run, or slow it down past the worker's ``--job-timeout``, as the chaos decides."""
-    outcome = chaos.outcome(ctx.task_type, ctx.job_id, ctx.attempt)
+    fate = chaos.fate(ctx.task_type, ctx.job_id, ctx.attempt)
     transient, fatal = FAILURES.get(ctx.task_type, ("temporary failure", "permanent failure"))
-    if outcome is Outcome.TRANSIENT:
+    if fate is Fate.TRANSIENT:
         raise TransientError(transient)
-    if outcome is Outcome.FATAL:
+    if fate is Fate.FATAL:
         raise FatalError(fatal)
-    if outcome is Outcome.SLOW:
+    if fate is Fate.SLOW:
         ctx.logger.info("slow run: %.1f s", chaos.slow_s)
         time.sleep(chaos.slow_s)
 

@@ -37,7 +37,7 @@ class Sink(Protocol):
     others, if any; it does not raise for a message's fate.
     """
 
-    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]: ...
+    def publish(self, messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]: ...
 
     def close(self) -> None: ...
 
@@ -55,7 +55,7 @@ MALFORMED_KINDS = (Kind.INVALID_JSON, Kind.INVALID_UTF8, Kind.MISSING_TASK_TYPE,
 
 
 @dataclass(frozen=True, slots=True)
-class Outgoing:
+class TrafficMessage:
     queue: str
     body: bytes
     kind: Kind
@@ -139,7 +139,7 @@ class Traffic:
         self._rng = random.Random(seed)
         self._clock = clock
         self._index = 0
-        self._last_job: Outgoing | None = None
+        self._last_job: TrafficMessage | None = None
         self._lock = threading.Lock()
         self._jobs: dict[str, str] = {}
         self._duplicates = 0
@@ -147,20 +147,20 @@ class Traffic:
         self._failed = 0
         self._last_error = ""
 
-    def next_message(self) -> Outgoing:
+    def next_message(self) -> TrafficMessage:
         """The next message of the stream (a duplicate only once some job was published before it)."""
         kind = kind_at(self._index)
         self._index += 1
         if kind is Kind.DUPLICATE and self._last_job is not None:
             last = self._last_job
-            return Outgoing(last.queue, last.body, Kind.DUPLICATE, last.job_id, last.task_type)
+            return TrafficMessage(last.queue, last.body, Kind.DUPLICATE, last.job_id, last.task_type)
         task_types = list(self._layout.queue_of)
         if kind in MALFORMED_KINDS:
             queue = self._layout.queues[self._index % len(self._layout.queues)]
-            return Outgoing(queue, malformed_body(kind, self._rng), kind)
+            return TrafficMessage(queue, malformed_body(kind, self._rng), kind)
         task_type = self._rng.choice(task_types)
         job = new_job(task_type, job_fields(task_type, self._rng))
-        outgoing = Outgoing(self._layout.queue_of[task_type], job.encode(), Kind.JOB, job.id, task_type)
+        outgoing = TrafficMessage(self._layout.queue_of[task_type], job.encode(), Kind.JOB, job.id, task_type)
         self._last_job = outgoing
         return outgoing
 
@@ -203,7 +203,7 @@ class Traffic:
         finally:
             sink.close()
 
-    def _record(self, batch: Sequence[Outgoing], confirmed: Sequence[bool], error: str) -> None:
+    def _record(self, batch: Sequence[TrafficMessage], confirmed: Sequence[bool], error: str) -> None:
         with self._lock:
             for message, ok in zip(batch, confirmed, strict=True):
                 if not ok:

@@ -19,12 +19,11 @@ from tqadmin.demo.layout import Layout
 from tqadmin.demo.live import DemoTelemetry
 from tqadmin.demo.orchestrator import Wiring
 from tqadmin.demo.summary import BrokerView, Telemetry
-from tqadmin.demo.traffic import Outgoing
+from tqadmin.demo.traffic import TrafficMessage
 from tqadmin.errors import ConnectError, NotAuthorized, NotSupported, TqadminError
 from tqadmin.plugin.base import BrokerAdmin, BrokerPlugin
 from tqadmin.plugin.models import HEADER_REASON, Message
-from tqadmin.plugin.transport import BrokerTransport
-from tqadmin.plugin.transport import Outcome as PublishOutcome
+from tqadmin.plugin.transport import BrokerTransport, Outcome
 from tqadmin.store import open_store
 from tqadmin.store.base import StateStore
 from tqadmin.store.lease import open_cron_store
@@ -92,11 +91,11 @@ class TransportSink:
     def __init__(self, transport: BrokerTransport) -> None:
         self._transport = transport
 
-    def publish(self, messages: Sequence[Outgoing], rate: float) -> tuple[list[bool], str]:
+    def publish(self, messages: Sequence[TrafficMessage], rate: float) -> tuple[list[bool], str]:
         result = self._transport.publish(
             [(m.queue, Message(m.body, id=m.job_id)) for m in messages], window=64, rate=rate
         )
-        confirmed = [outcome is PublishOutcome.CONFIRMED for outcome in result.outcomes]
+        confirmed = [outcome is Outcome.CONFIRMED for outcome in result.outcomes]
         return confirmed, str(result.error) if result.error is not None else ""
 
     def close(self) -> None:

@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from tqadmin.broker_text import escaped
+
 MAX_PREVIEW_CHARS: Final = 120
 ELLIPSIS: Final = "…"
 
@@ -48,10 +50,3 @@ def _bounded(parts: Iterable[str]) -> str:
         if len(shown) > MAX_PREVIEW_CHARS:
             return escaped(shown[:MAX_PREVIEW_CHARS]) + ELLIPSIS
     return escaped(shown)
-
-
-def escaped(text: str) -> str:
-    """Unprintable characters as ``\\x..``/``\\u..`` escapes, the way Python's ``repr`` writes them."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

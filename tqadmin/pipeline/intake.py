@@ -22,7 +22,7 @@ from tqadmin.pipeline.outcomes import (
     SETTLED,
     Decoded,
     Finished,
-    Outcome,
+    Handled,
     Run,
     WindowHandoff,
     claims_of,
@@ -122,7 +122,7 @@ class Intake:
             if self._runner.guarded(delivery, functools.partial(self._unclaimed, delivery)) is ABANDONED:
                 return  # timed out: a replacement thread has taken this one's place
 
-    def _unclaimed(self, delivery: Delivery) -> Outcome:
+    def _unclaimed(self, delivery: Delivery) -> Handled:
         item = self._decode(delivery)
         return SETTLED if item is None else self._runner.unclaimed(item)
 
@@ -189,7 +189,7 @@ class Intake:
         for item in unrun:
             self._runner.guarded(item.delivery, functools.partial(self._unrun, item))
 
-    def _unrun(self, item: Decoded) -> Outcome:
+    def _unrun(self, item: Decoded) -> Handled:
         assert item.claim is not None
         self._settler.unrun(item.delivery, item.job, item.claim)
         return SETTLED

@@ -5,9 +5,9 @@ failed run by a fresh thread, which then serves as the job thread it replaces), 
 deliveries lost with a connection when no trip came to do it, renews every lease a third of the way through
 (the claims of the runs under way and of the ready jobs waiting, and where the broker leases deliveries the
 deliveries held, prefetched ones included), records in the store the starts of runs under way since its last
-tick that only the run ledger holds (:mod:`tqadmin.pipeline.ledger`: a process that hangs instead of dying
-charges them a crash all the same), and writes the heartbeat with the worker's telemetry, reading the pauses
-with each (:mod:`tqadmin.pipeline.pausing`). It also acts on a
+tick that only the claim register holds (:mod:`tqadmin.pipeline.claim_register`: a process that hangs instead
+of dying charges them a crash all the same), and writes the heartbeat with the worker's telemetry, reading the
+pauses with each (:mod:`tqadmin.pipeline.pausing`). It also acts on a
 stop asked for by a signal handler, which may only set a flag.
 """
 

@@ -1,7 +1,7 @@
 """What a job thread holds between the worker's rooms, and what handling a delivery left, as typed values.
 
 A delivery goes from the intake (decoded, claimed: :class:`Decoded`) to the run room (a :class:`Run`) to the
-settler. Each step tells its job thread what is left to do with an :data:`Outcome`: nothing
+settler. Each step tells its job thread what is left to do with a :data:`Handled`: nothing
 (:data:`SETTLED`: settled or given back), end this thread (:data:`ABANDONED`: the run timed out and a fresh
 thread has taken its place), or hand the run to the next store round trip (:class:`Finished`: its
 completion mark rides along, and the settler acks it once the store has answered).
@@ -74,7 +74,7 @@ class Finished:
     run: Run
 
 
-Outcome: TypeAlias = Settled | Abandoned | Finished
+Handled: TypeAlias = Settled | Abandoned | Finished
 WindowHandoff: TypeAlias = Handoff[Delivery, Decoded, Run]
 """The prefetch window shared by the job threads: fresh deliveries, decoded jobs, runs waiting for a mark."""
 SETTLED = Settled()

@@ -1,9 +1,9 @@
 """The intake loop's pulse, in memory a worker process shares with its supervisor.
 
 The worker process writes the time of each turn of its intake loop (``time.monotonic()``, one clock for every
-process of the machine) into an anonymous ``mmap`` made before the fork, as the run ledger is
-(:mod:`tqadmin.pipeline.ledger`); the supervisor's watchdog (:mod:`tqadmin.pipeline.watchdog`) reads it
-without a system call or a lock, however stuck the child is. Zero means "not turned yet": a child is judged
+process of the machine) into an anonymous ``mmap`` made before the fork, as the claim register is
+(:mod:`tqadmin.pipeline.claim_register`); the supervisor's watchdog (:mod:`tqadmin.pipeline.watchdog`) reads
+it without a system call or a lock, however stuck the child is. Zero means "not turned yet": a child is judged
 from its first turn on, so one still waiting for its broker at start is never killed for it.
 """
 

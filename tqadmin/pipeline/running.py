@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 
 from tqadmin.masking import shown
+from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.gate import SoloGate
-from tqadmin.pipeline.ledger import RunLedger
-from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Outcome, Run
+from tqadmin.pipeline.outcomes import ABANDONED, SETTLED, Decoded, Failed, Handled, Run
 from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.retry import Failure
 from tqadmin.pipeline.settler import Settler
@@ -116,7 +116,7 @@ class Running:
 
     def unrecorded(self, started_before: float) -> list[Run]:
         """The claimed runs under way since before ``started_before`` whose starts the store has not heard of
-        (they are in the run ledger only): for the monitor to record."""
+        (they are in the claim register only): for the monitor to record."""
         with self._lock:
             return [
                 r
@@ -161,7 +161,7 @@ class Runner:
         telemetry: Telemetry,
         trouble: Trouble,
         copies: Copies,
-        ledger: RunLedger | None = None,
+        register: ClaimRegister | None = None,
         pauses: PauseWatch | None = None,
     ) -> None:
         self._queue = queue
@@ -173,9 +173,9 @@ class Runner:
         self._telemetry = telemetry
         self._trouble = trouble
         self._copies = copies
-        self._starts = RunStarts(trips.start_many, ledger) if trips is not None else None
+        self._starts = RunStarts(trips.start_many, register) if trips is not None else None
 
-    def guarded(self, delivery: Delivery | None, step: Callable[[], Outcome]) -> Outcome:
+    def guarded(self, delivery: Delivery | None, step: Callable[[], Handled]) -> Handled:
         """``step()``; when the store or the broker fails, give ``delivery`` back and pause.
 
         Anything else is a bug in the worker, not trouble outside it: the delivery goes back too (nothing is
@@ -198,7 +198,7 @@ class Runner:
             self._trouble.pause()
         return SETTLED
 
-    def unclaimed(self, item: Decoded) -> Outcome:
+    def unclaimed(self, item: Decoded) -> Handled:
         """Run a job without the completion store (unless it is crash-looping)."""
         if self._settler.crash_looping(item.delivery, item.job):
             return SETTLED
@@ -206,7 +206,7 @@ class Runner:
         self._running.add(run)
         return self._execute(run)
 
-    def ready(self, item: Decoded) -> Outcome:
+    def ready(self, item: Decoded) -> Handled:
         """Run a job claimed in a trip, beside the others; one that would wait for a suspect's run waits
         holding no claim (as the gate's rule goes), so a crash of the suspect is not charged to it. One whose
         delivery went with a lost connection is not run: its claim is given back for the redelivered copy."""
@@ -243,7 +243,7 @@ class Runner:
                 self._running.leave(solo=False)
         return runs
 
-    def solo(self, item: Decoded) -> Outcome:
+    def solo(self, item: Decoded) -> Handled:
         """Run a suspect alone: once the running jobs are over, claim it again (it held no claim meanwhile)
         and run it with nothing beside it, so a further crash is charged to it only."""
         assert self._trips is not None
@@ -261,7 +261,7 @@ class Runner:
                 self._running.leave(solo=True)
         return self._execute(run)
 
-    def _execute(self, run: Run) -> Outcome:
+    def _execute(self, run: Run) -> Handled:
         job = run.job
         aside = None if self._pauses is None else self._pauses.aside(job.task_type)
         if aside is not None:  # paused: every way to a run passes here, on every broker

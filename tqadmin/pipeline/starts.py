@@ -1,13 +1,13 @@
-"""Every claimed run is recorded as started before its task runs: in the run ledger, else in the store.
+"""Every claimed run is recorded as started before its task runs: in the claim register, else in the store.
 
 A crash is charged only to a job whose run had started when its worker died, so the start must be on record
 before the task runs (a poison job kills the process a moment later). Under a supervisor the claim, written in
-the :class:`~tqadmin.pipeline.ledger.RunLedger` when it was taken, is marked running there, no round trip; the
-supervisor hands what is left there to the store if the process dies. Without a ledger (a worker run
-in-process) or for a claim the ledger does not hold, the store hears of the start first, and the job
-threads share those round trips (:class:`GroupStart`): whichever thread needs one while none is on the wire
-sends every start waiting then in one ``start_many``; the threads whose starts went out with it take their
-answers from it.
+the :class:`~tqadmin.pipeline.claim_register.ClaimRegister` when it was taken, is marked running there, no
+round trip; the supervisor hands what is left there to the store if the process dies. Without a register (a
+worker run in-process) or for a claim the register does not hold, the store hears of the start first, and the
+job threads share those round trips (:class:`GroupStart`): whichever thread needs one while none is on the
+wire sends every start waiting then in one ``start_many``; the threads whose starts went out with it take
+their answers from it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from tqadmin.pipeline.ledger import RunLedger
+from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.outcomes import Run
 from tqadmin.store.base import Claim
 
@@ -71,19 +71,19 @@ class GroupStart(Generic[C]):
 
 
 class RunStarts:
-    """Records the starts of claimed runs in ``ledger`` when there is one, else through the store ``send``
+    """Records the starts of claimed runs in ``register`` when there is one, else through the store ``send``
     (a ``start_many``)."""
 
-    def __init__(self, send: Callable[[Sequence[Claim]], list[bool]], ledger: RunLedger | None) -> None:
+    def __init__(self, send: Callable[[Sequence[Claim]], list[bool]], register: ClaimRegister | None) -> None:
         self._group = GroupStart[Claim](send)
-        self._ledger = ledger
+        self._register = register
 
     def begin(self, run: Run) -> bool:
         """Record that ``run`` starts; ``False`` when the store found its claim superseded (do not run it).
         Raises what a store round trip raised."""
         claim = run.claim
         assert claim is not None
-        if self._ledger is not None and self._ledger.running(claim.job_id, claim.token):
+        if self._register is not None and self._register.running(claim.job_id, claim.token):
             return True
         run.recorded = True
         return self._group.start(claim)
@@ -91,5 +91,5 @@ class RunStarts:
     def end(self, run: Run) -> None:
         """``run``'s task has returned: no crash to charge it with from now on (its claim may still be held
         until its completion mark lands)."""
-        if self._ledger is not None and run.claim is not None:
-            self._ledger.running(run.claim.job_id, run.claim.token, now=False)
+        if self._register is not None and run.claim is not None:
+            self._register.running(run.claim.job_id, run.claim.token, now=False)

@@ -9,9 +9,9 @@ restarted with exponential backoff and jitter (:class:`tqadmin.plugin.retrying.R
 every worker does not make them restart in lock step), and every restart is counted: in the log, and in the
 heartbeat of the next child (:func:`restarts`). A transient fault heals in the new process; a repeated one
 goes on being restarted, one warning with its count each time. The jobs it held are redelivered by the
-broker; the supervisor gives up at once the claims the dead child held (its run ledger), so they are claimed
-again without waiting out their leases, and the completion store counts the crash against the jobs it was
-running, which is how a poison job ends as ``crash_loop``. A second pipe lets the child notice its
+broker; the supervisor gives up at once the claims the dead child held (its claim register), so they are
+claimed again without waiting out their leases, and the completion store counts the crash against the jobs it
+was running, which is how a poison job ends as ``crash_loop``. A second pipe lets the child notice its
 supervisor died (SIGKILL) and exit rather than live on as an orphan.
 """
 
@@ -66,8 +66,8 @@ def supervise(
 ) -> int:
     """Run ``target`` in a forked child until it returns; restart it whenever it dies instead, or returns
     a :class:`Restart`. ``on_death()`` runs each time a child died without saying so, before anything else
-    (the worker gives up the claims it left in its :class:`~tqadmin.pipeline.ledger.RunLedger`, charging a
-    crash to its runs under way); whatever it raises is logged, never the end of the supervisor.
+    (the worker gives up the claims it left in its :class:`~tqadmin.pipeline.claim_register.ClaimRegister`,
+    charging a crash to its runs under way); whatever it raises is logged, never the end of the supervisor.
 
     SIGTERM and SIGINT are passed on to the child, whose worker stops gracefully; the child's exit code is
     returned. With a ``watchdog``, a child whose intake loop stops turning is killed and restarted as one that
@@ -153,8 +153,8 @@ def _join(process: multiprocessing.process.BaseProcess, watchdog: Watchdog | Non
 
 
 def _survive(on_death: Callable[[], None]) -> None:
-    """``on_death()``, which must not end the supervisor: whatever it raises (a bug, a corrupt run ledger) is
-    logged, and the next child is started all the same."""
+    """``on_death()``, which must not end the supervisor: whatever it raises (a bug, a corrupt claim register)
+    is logged, and the next child is started all the same."""
     try:
         on_death()
     except Exception as exc:

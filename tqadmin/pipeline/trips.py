@@ -3,9 +3,9 @@
 The heartbeat carries the count (``store_round_trips``: round trips per job is what group commits and shared
 starts are for), so every call the worker makes to its store goes through here and none is left uncounted.
 A call is counted when it is made, whether or not the store answers. Being the one way in and out of a claim,
-it also keeps the worker's :class:`~tqadmin.pipeline.ledger.RunLedger` (when it has one) in step: every claim
-taken is written there, every claim given up (completed, released) is wiped, so a supervisor whose worker
-process died gives up in the store what that process still held.
+it also keeps the worker's :class:`~tqadmin.pipeline.claim_register.ClaimRegister` (when it has one) in step:
+every claim taken is written there, every claim given up (completed, released) is wiped, so a supervisor whose
+worker process died gives up in the store what that process still held.
 """
 
 from __future__ import annotations
@@ -13,22 +13,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from tqadmin.pipeline.ledger import RunLedger
+from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.store.base import Claim, ClaimState, Effect, StateStore
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 
 class StoreTrips:
     """``store`` for one worker: its claims are taken as ``owner`` with leases of ``lease_s``, and written in
-    ``ledger`` while they are held (None: a worker without a supervisor)."""
+    ``register`` while they are held (None: a worker without a supervisor)."""
 
     def __init__(
-        self, store: StateStore, *, owner: str, lease_s: float, ledger: RunLedger | None = None
+        self, store: StateStore, *, owner: str, lease_s: float, register: ClaimRegister | None = None
     ) -> None:
         self._store = store
         self._owner = owner
         self._lease_s = lease_s
-        self._ledger = ledger
+        self._register = register
         self._lock = threading.Lock()
         self._count = 0
 
@@ -56,10 +56,10 @@ class StoreTrips:
             done, claims = self._trip().complete_and_claim(marks, job_ids, self._owner, self._lease_s)
         finally:
             self._given_up(marks)
-        if self._ledger is not None:
+        if self._register is not None:
             for claim in claims:
                 if claim.state is ClaimState.CLAIMED:
-                    self._ledger.hold(claim.job_id, claim.token)
+                    self._register.hold(claim.job_id, claim.token)
         return done, claims
 
     def start_many(self, claims: Sequence[Claim]) -> list[bool]:
@@ -78,11 +78,11 @@ class StoreTrips:
             self._given_up([claim])
 
     def _given_up(self, claims: Sequence[Claim]) -> None:
-        """Wipe ``claims`` from the ledger, whatever the store answered: given up, superseded, or (the store
+        """Wipe ``claims`` from the register, whatever the store answered: given up, superseded, or (the store
         away) left to their leases, none is this process's to hand back any more."""
-        if self._ledger is not None:
+        if self._register is not None:
             for claim in claims:
-                self._ledger.drop(claim.job_id, claim.token)
+                self._register.drop(claim.job_id, claim.token)
 
     def renew_many(self, claims: Sequence[Claim]) -> list[bool]:
         return self._trip().renew_many(claims, self._lease_s)

@@ -5,8 +5,8 @@ The heartbeat cannot tell a stuck intake loop (the monitor thread writes it), an
 process can be trusted to act; the supervisor, another process, reads the child's :class:`~tqadmin.pipeline.
 pulse.Pulse` and sends SIGKILL. What follows is the crash path of :func:`~tqadmin.pipeline.supervisor.
 supervise`: the broker gives back every delivery the child held unacked, the supervisor gives up its claims
-(the run ledger), charging a crash to the runs under way, and a new child starts with backoff. So nothing is
-acked that did not run; a job the child had finished but not acked runs again, absorbed by the completion
+(the claim register), charging a crash to the runs under way, and a new child starts with backoff. So nothing
+is acked that did not run; a job the child had finished but not acked runs again, absorbed by the completion
 store. Each kill is logged and counted, and the next child's heartbeat carries the count
 (``watchdog_restarts``).
 """

@@ -40,10 +40,10 @@ from collections.abc import Callable
 
 from tqadmin.backoff import START_WAIT_S
 from tqadmin.pipeline.breaker import Breaker, rule_for
+from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.intake import Intake
-from tqadmin.pipeline.ledger import RunLedger
 from tqadmin.pipeline.monitor import Heartbeat, Monitor
 from tqadmin.pipeline.outcomes import WindowHandoff
 from tqadmin.pipeline.pausing import PauseWatch
@@ -78,7 +78,7 @@ class Worker:
         *,
         rng: random.Random | None = None,
         restarts: int = 0,
-        ledger: RunLedger | None = None,
+        register: ClaimRegister | None = None,
         pulse: Pulse | None = None,
         watchdog_restarts: int = 0,
         pauses: PauseStore | None = None,
@@ -92,9 +92,9 @@ class Worker:
         self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
         self._pulse = pulse  # the intake loop's turns, for its supervisor's watchdog (--watchdog)
         # its claims and runs, for its supervisor to read if it dies (None: the runs' starts go to the store)
-        self._ledger = ledger
-        if ledger is not None:
-            ledger.clear()  # what a dead predecessor left there is its supervisor's business, already done
+        self._register = register
+        if register is not None:
+            register.clear()  # what a dead predecessor left there is its supervisor's business, already done
         self.transport = transport
         self.store = store
         self.registry = registry
@@ -105,7 +105,7 @@ class Worker:
         self._trips = (
             None
             if store is None
-            else StoreTrips(store, owner=self.worker_id, lease_s=settings.lease_s, ledger=ledger)
+            else StoreTrips(store, owner=self.worker_id, lease_s=settings.lease_s, register=register)
         )
         n = settings.concurrency
         self._handoff = WindowHandoff(low=n, batch=max(n, settings.effective_prefetch // 4))
@@ -161,7 +161,7 @@ class Worker:
             telemetry=self.telemetry,
             trouble=self._trouble,
             copies=copies,
-            ledger=self._ledger,
+            register=self._register,
             pauses=self._pauses,
         )
         intake = Intake(

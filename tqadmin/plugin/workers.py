@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from tqadmin.tables import printable
+from tqadmin.broker_text import escaped
 from tqadmin.telemetry.counters import TaskStats
 
 T = TypeVar("T")
@@ -114,7 +114,7 @@ class Skipped:
 
     def add(self, source: str, entry: str, why: str) -> None:
         if len(self._named) < MAX_NAMED_SKIPS:
-            self._named.append(printable(f"{source} {entry}: {why}"[:MAX_SKIP_CHARS]))
+            self._named.append(escaped(f"{source} {entry}: {why}"[:MAX_SKIP_CHARS]))
         else:
             self._more[source] = self._more.get(source, 0) + 1
 

@@ -1,28 +1,34 @@
-"""A publish target for tests and dry runs of the cron: every job appended to a Redis list, in order.
+"""``tqadmin cron`` whose jobs go to a Redis list, in order, instead of to a broker: for the cron's process
+tests, which count job ids in that list to prove each tick was published exactly once across leader kills,
+without depending on a broker being up.
 
-Selected by ``TQADMIN_CRON_SINK=redis://host:port/db#LIST``; ``#LIST?delay=S`` waits ``S`` seconds before each
-write, like a slow broker confirm, so that a kill lands between a tick's claim and its publish. The chaos
-tests count job ids in that list to prove each tick was published exactly once across leader kills, without
-depending on a broker being up. redis-py is imported when a sink is made, so the cron's other modules stay
-driver-free.
+Run as ``[*CRON_WITH_SINK, "cron", ...]`` (the CLI's arguments) with
+``TQADMIN_CRON_SINK=redis://host:port/db#LIST`` in the environment; ``#LIST?delay=S`` waits ``S`` seconds
+before each write, like a slow broker confirm, so that a kill lands between a tick's claim and its publish.
+The cron is the product's: only its publish target, the command's ``_publisher``, is this sink.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import parse_qs, urldefrag
 
+import redis
+
+from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
 from tqadmin.masking import mask_url
 from tqadmin.pipeline.job import Job
 from tqadmin.redis_client import translated
 
-if TYPE_CHECKING:
-    import redis
-
 SINK_ENV = "TQADMIN_CRON_SINK"
+CRON_WITH_SINK = [sys.executable, str(Path(__file__).resolve())]
 
 
 class RedisListSink:
@@ -37,8 +43,6 @@ class RedisListSink:
             self._delay_s = float(parse_qs(query).get("delay", ["0"])[0])
         except ValueError:
             raise UsageError(f"{SINK_ENV}: delay must be a number of seconds") from None
-        import redis
-
         self._where = f"cron sink {mask_url(server)}"
         self._key = key
         self._client: redis.Redis = redis.Redis.from_url(
@@ -54,3 +58,20 @@ class RedisListSink:
 
     def close(self) -> None:
         self._client.close()
+
+
+@contextmanager
+def sink_publisher(ctx: CommandContext, queues: set[str]) -> Iterator[RedisListSink]:
+    recorder = RedisListSink(os.environ[SINK_ENV], ctx.settings.timeout_s)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
+if __name__ == "__main__":
+    from tqadmin.cli import main
+    from tqadmin.commands import cron
+
+    cron._publisher = sink_publisher  # the one seam: where the jobs go
+    sys.exit(main())

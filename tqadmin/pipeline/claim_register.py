@@ -20,11 +20,11 @@ than dies charges its long runs too.
 A slot is a flag byte (held or running), the claim's fencing token and the job id. The process fills token and
 id first and sets the flag last, so a process killed in the middle of writing a slot leaves one that reads as
 free: that claim waits out its lease, as every claim did before. A job id too long for a slot, or a claim
-while every slot holds a running claim, is not written (:meth:`RunLedger.hold` says so: the run's start then
-goes to the store); when every slot is taken, the oldest claim that is not running gives its slot up (it
+while every slot holds a running claim, is not written (:meth:`ClaimRegister.hold` says so: the run's start
+then goes to the store); when every slot is taken, the oldest claim that is not running gives its slot up (it
 waits out its lease if the process dies). Whatever the supervisor finds in a slot that no process could have
 written (an unknown flag, a size out of range, an id that is not UTF-8, a token below 1) is logged and
-skipped: nothing in the ledger can stop the supervisor.
+skipped: nothing in the register can stop the supervisor.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class Left:
     running: bool
 
 
-class RunLedger:
+class ClaimRegister:
     """``slots`` slots in memory shared with every process forked after it is made."""
 
     def __init__(self, slots: int) -> None:
@@ -69,7 +69,7 @@ class RunLedger:
         self._held: dict[tuple[str, int], int] = {}  # (job id, token) -> slot, oldest first
 
     @classmethod
-    def for_window(cls, prefetch: int, concurrency: int) -> RunLedger:
+    def for_window(cls, prefetch: int, concurrency: int) -> ClaimRegister:
         """Room for every claim a worker process holds at once: its prefetch window, and its runs under way
         again (after a lost connection the old runs go on while the new window fills), up to
         :data:`MAX_SLOTS` (past it, the oldest waiting claims give their slots up)."""
@@ -120,7 +120,7 @@ class RunLedger:
 
     def running(self, job_id: str, token: int, *, now: bool = True) -> bool:
         """Mark the run of the held claim as under way (``now``) or over (its task returned); ``False`` when
-        the claim is not in the ledger (its start must go to the store)."""
+        the claim is not in the register (its start must go to the store)."""
         with self._lock:
             slot = self._held.get((job_id, token))
             if slot is None:
@@ -137,7 +137,7 @@ class RunLedger:
             try:
                 claim = self._read(slot)
             except ValueError as exc:  # UnicodeDecodeError is one
-                log.warning("run ledger slot %d is corrupt, skipped: %s", slot, mask_text(str(exc)[:200]))
+                log.warning("claim register slot %d is corrupt, skipped: %s", slot, mask_text(str(exc)[:200]))
                 continue
             if claim is not None:
                 found.append(claim)
@@ -157,15 +157,15 @@ class RunLedger:
         )
 
 
-def recover_claims(ledger: RunLedger, open_store: Callable[[], CompletionStore]) -> None:
-    """The worker process died: give up in the store the claims it left in ``ledger``. The runs under way
+def recover_claims(register: ClaimRegister, open_store: Callable[[], CompletionStore]) -> None:
+    """The worker process died: give up in the store the claims it left in ``register``. The runs under way
     end now, each charged a crash (the job's next claim counts it), and the other claims are released, so
     the jobs the broker redelivers are claimed at once rather than wait out those leases.
 
     Called by the supervisor, which must live on: when the store cannot be reached the claims are left to
     their leases (the runs are then not charged: they run again, as a job that waited in the window would)
     and a warning says so."""
-    left = ledger.left()
+    left = register.left()
     if not left:
         return
     runs = [Claim(c.job_id, ClaimState.CLAIMED, token=c.token) for c in left if c.running]
