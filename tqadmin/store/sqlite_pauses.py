@@ -84,6 +84,12 @@ class SQLitePauses(PauseStore):
 
     def reap(self) -> list[Pause]:
         now = self._now_ms()
+        with self._file.read() as db:  # every worker reaps at each heartbeat: no write lock for nothing
+            due = db.execute(
+                "SELECT 1 FROM tq_pauses WHERE ns = ? AND until_ms <= ? LIMIT 1", (self.prefix, now)
+            ).fetchone()
+        if due is None:
+            return []
         with self._file.write() as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM tq_pauses WHERE ns = ? AND until_ms <= ? ORDER BY since_ms",  # noqa: S608
