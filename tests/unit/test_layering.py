@@ -7,6 +7,7 @@ this table, and ``python tests/unit/test_layering.py`` prints), from the ground 
     -> the plugin contract, telemetry, audit, logs and the small files beside them (sqlite_file...)
     -> store, config, frameworks
     -> pipeline, admin, alerting and the broker plugins: one floor of islands, none importing another
+    -> reading (the one read service: a profile's reading for every face)
     -> tui -> demo -> commands and the exporter -> cli
 
 A module imports from its own room (its entry of ``FLOORS``) and from the floors below. An import across its
@@ -56,7 +57,6 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.errors",
             "tqadmin.masking",
             "tqadmin.backoff",
-            "tqadmin.poll_deadline",
             # Leaves every floor shares, importing nothing of ours: the finite-number check, plain tables,
             # private folders, the file-access and read-only SQLite checks, the URL prefix rule.
             "tqadmin.finite",
@@ -88,6 +88,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "pipeline, admin, alerting, plugins",
         ("tqadmin.pipeline", "tqadmin.admin", "tqadmin.alerting", *PLUGINS),
     ),
+    # The one read service: a profile's broker, store and cron read once for every face above it.
+    ("reading", ("tqadmin.reading",)),
     ("tui", ("tqadmin.tui",)),
     ("demo", ("tqadmin.demo",)),
     # DESIGN: "an exporter sits with the commands": a face of its own, started by a command.
@@ -103,10 +105,6 @@ SAME_FLOOR: dict[tuple[str, str], str] = {
     ("tqadmin.plugin", "tqadmin.telemetry"): (
         "other frameworks' workers (plugin.workers) carry their task counts as telemetry's TaskStats, the"
         " value every face merges; telemetry knows nothing of plugins"
-    ),
-    ("tqadmin.store", "tqadmin.config"): (
-        "the history recorder (store.recording) is opened from a profile's Settings; the config names store"
-        " URLs as text and imports nothing of the store"
     ),
     ("tqadmin.commands", "tqadmin.exporter"): (
         "tqadmin exporter and tqadmin demo start the exporter; the exporter is a face that imports no command"
@@ -269,6 +267,7 @@ DRIVER_FREE = (
     "tqadmin.pipeline",
     "tqadmin.telemetry",
     "tqadmin.admin",
+    "tqadmin.reading",
     "tqadmin.commands",
     "tqadmin.tui",
 )

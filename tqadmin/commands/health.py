@@ -17,19 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqadmin.commands import queues as queue_listing
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
+from tqadmin.errors import ExitCode, NoDatabase, UsageError
 from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
 from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
-from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.reader import ProfileReader
+from tqadmin.reading.reading import Part
 from tqadmin.store.base import WorkerRecord
 from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import printable, table
@@ -47,6 +46,7 @@ from tqadmin.telemetry.wedged import judge_all
 POLLS_PER_WINDOW = 8
 """Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
 LONGEST_POLL_S = 5.0
+WATCHED = frozenset({Part.QUEUES, Part.WORKERS, Part.FRAMEWORKS, Part.PAUSES})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +70,7 @@ class Poll:
     pauses: list[Pause] | None = None
     pauses_at: float = 0.0
     unreadable: list[str] = field(default_factory=list)
+    note: str | None = None  # a fresh machine's: where the embedded file will be
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -77,31 +78,28 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
     watch = QueueWatch(VerdictPolicy(window_s))
-    drains = DrainWindow(window_s)
     poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
     ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
+    reader = ProfileReader(ctx.settings)
     try:
-        with ctx.admin() as admin:
-            poll, verdicts = _watch(ctx, admin, watch, drains, poll_s)
+        poll, verdicts = _watch(reader, watch, poll_s)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         poll, verdicts = Poll(), {}
+    finally:
+        reader.close()
+    if poll.note is not None:
+        ctx.progress(poll.note)
     return _report(ctx, poll, verdicts, window_s)
 
 
-def _watch(
-    ctx: CommandContext,
-    admin: BrokerAdmin,
-    watch: QueueWatch,
-    drains: DrainWindow,
-    poll_s: float,
-) -> tuple[Poll, dict[str, QueueVerdict]]:
+def _watch(reader: ProfileReader, watch: QueueWatch, poll_s: float) -> tuple[Poll, dict[str, QueueVerdict]]:
     """Poll until the window is covered (the last reading a window after the first); the last poll and the
     verdicts it ends with."""
     first_at = None
     while True:
         at = time.time()
-        poll = read(ctx, admin, drains)
+        poll = read(reader)
         verdicts = watch.observe(observations(poll, at))
         first_at = at if first_at is None else first_at
         left = first_at + watch.policy.window_s - time.time()
@@ -110,23 +108,21 @@ def _watch(
         time.sleep(max(min(poll_s, left), 0.0))
 
 
-def read(ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow) -> Poll:
-    """One poll, through the code of ``tqadmin queues`` and ``tqadmin workers``."""
-    listing = drains.apply(admin.list_queues())
-    failures: list[tuple[str, TqadminError]] = []
-    records = worker_listing._own_workers(ctx, failures)
-    foreign, unreadable = worker_listing._framework_workers(ctx, failures)
-    pauses_at, pauses = queue_listing._pauses(ctx)
-    said = [f"{what}: {mask_text(str(exc))}" for what, exc in failures]
-    if pauses is None:
-        said.append("pauses: the state store could not be read")
+def read(reader: ProfileReader) -> Poll:
+    """One poll through the read service, as ``tqadmin queues`` and ``tqadmin workers`` read."""
+    reading = reader.read(WATCHED)
+    reading.raise_for(Part.QUEUES)
+    foreign = reading.frameworks or WorkerReading()
+    pauses = reading.pauses
+    said = [f"{part}: {unread.why}" for part, unread in reading.unread.items()]
     return Poll(
-        work_queues(listing.queues, include_delay_queues=False),
-        records,
+        work_queues(reading.listing.queues if reading.listing else (), include_delay_queues=False),
+        list(reading.workers or ()),
         foreign,
-        pauses,
-        pauses_at,
-        said + unreadable,
+        None if pauses is None else list(pauses.standing),
+        0.0 if pauses is None else pauses.now_s,
+        said + [mask_text(what) for what in foreign.unreadable],
+        reading.note,
     )
 
 

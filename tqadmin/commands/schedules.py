@@ -11,13 +11,10 @@ from pathlib import Path
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
-from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
-from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
+from tqadmin.pipeline.cron.status import CronStatus, iso, schedule_rows
 from tqadmin.pipeline.cron.upcoming import annotate, render_extras
-from tqadmin.store.lease import open_cron_store
-from tqadmin.store.pauses import read_standing
+from tqadmin.reading.reading import Part
 from tqadmin.tables import table
 
 
@@ -41,20 +38,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
-    try:
-        store = open_cron_store(
-            ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, access=Access.READ
-        )
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        status = before_any_cron(file_schedules)
-    else:
-        try:
-            status = read_status(store, file_schedules)
-        finally:
-            store.close()
+    reading = ctx.read(
+        {Part.CRON, Part.PAUSES}, needed=Part.CRON, cron_namespace=args.namespace, schedules=file_schedules
+    )
+    status = reading.cron or before_any_cron(file_schedules)
     document = status.to_json()
-    _, pauses = read_standing(ctx.settings.store_url, ctx.settings.timeout_s)
+    if reading.pauses is None:
+        ctx.progress(f"tqadmin: warning: the pauses could not be read: {reading.unread[Part.PAUSES].why}")
+    pauses = reading.pauses.standing if reading.pauses is not None else ()
     paused = annotate(document, status.rows, pauses, status.now, args.next)
     ctx.emit(
         document,
