@@ -132,3 +132,19 @@ def test_a_record_no_tqadmin_wrote_is_skipped(pauses: PauseStore, stores: StoreF
         client.hset(pause_keys(prefix)[0], mapping={"garbage": "{", '["x", null, null]': "[]"})
         client.close()
     assert [p.target for p in pauses.standing()[1]] == [Target(queue="q")]
+
+
+def test_a_pause_unless_paused_writes_nothing_over_a_standing_pause(pauses: PauseStore) -> None:
+    charge = Target("orders", "charge")
+    first = pauses.pause_unless_paused(charge, reason="breaker", who="w1", for_s=60)
+    assert first is not None and first.who == "w1"
+    assert pauses.pause_unless_paused(charge, reason="breaker", who="w2", for_s=60) is None
+    pauses.resume(charge)
+    pauses.pause(Target("orders"), reason="migration", who="alice", for_s=None)  # the whole queue
+    assert pauses.pause_unless_paused(charge, reason="breaker", who="w2", for_s=60) is None
+    assert [(p.target, p.who) for p in pauses.standing()[1]] == [(Target("orders"), "alice")]
+    pauses.resume(Target("orders"))
+    pauses.pause(charge, reason="old", who="w0", for_s=0.05)  # one that ran out does not stand in the way
+    time.sleep(0.2)
+    again = pauses.pause_unless_paused(charge, reason="breaker", who="w3", for_s=60)
+    assert again is not None and again.who == "w3"

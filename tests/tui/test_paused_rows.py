@@ -117,3 +117,9 @@ def test_a_queue_its_own_framework_paused_is_labelled_with_how_that_framework_re
         "sidekiq:mail": "paused by its framework (Sidekiq's own pause:"
         " Sidekiq::Queue.new(NAME).unpause! or its Web UI resumes it)"
     }
+
+
+def test_a_breakers_pause_reads_as_the_breakers_on_its_row() -> None:
+    reason = "breaker: 5 failures in a row; last: ConnectionError: PSP answers 503"
+    pause = Pause(Target("orders", "charge"), reason, "breaker@web-1:4242", 1000.0, 1000.0 + 120)
+    assert paused_labels([pause], 1000.0) == {"orders": f"charge paused 2m00s left: {reason}"}

@@ -742,3 +742,22 @@ async def test_a_broker_lost_before_the_dry_run_closes_the_dialog_with_the_reaso
         assert any("connection refused" in n for n in notifications(app))
     assert admin.writes == []
     assert audit_lines(tmp_path) == []
+
+
+async def test_the_cron_screen_says_which_schedule_is_paused(make_app: MakeApp) -> None:
+    from tqadmin.store.pauses import Pause, Target
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot, lambda: app.cron is not None)
+        now = app.clock()
+        app.pauses = (
+            now,
+            [Pause(Target(schedule="nightly-report"), "dw [b]migration[/b]", "alice", now, now + 720)],
+        )
+        await pilot.press("c")
+        await pilot.pause()
+        table = app.screen.query_one("#schedules", DataTable)
+        rows = {str(table.get_row_at(i)[0]) for i in range(table.row_count)}
+        assert "nightly-report paused 12m left: dw [b]migration[/b]" in rows  # its reason shown as written
+        assert "thumbnails" in rows

@@ -142,15 +142,15 @@ def test_a_type_already_paused_is_not_paused_over(rig: Rig) -> None:
 def test_a_store_that_cannot_take_the_pause_is_tried_again_at_the_next_failure(rig: Rig) -> None:
     for _ in range(2):
         rig.fail()
-    real = rig.store.pause
+    real = rig.store.pause_unless_paused
 
     def away(*_a: object, **_k: object) -> object:
         raise OSError("the store is away")
 
-    rig.store.pause = away  # type: ignore[method-assign]
+    rig.store.pause_unless_paused = away  # type: ignore[method-assign]
     rig.fail()
     assert rig.audited() == []
-    rig.store.pause = real  # type: ignore[method-assign]
+    rig.store.pause_unless_paused = real  # type: ignore[method-assign]
     rig.fail()
     assert [t.task_type for t, _, _ in rig.standing()] == ["charge"]
 

@@ -29,7 +29,7 @@ from tqadmin.masking import clip_masked, shown
 from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.tasks import TaskSpec
 from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import Pause, PauseStore, Target
+from tqadmin.store.pauses import PauseStore, Target
 
 log = logging.getLogger("tqadmin.worker")
 
@@ -114,7 +114,9 @@ class Breaker:
             f"breaker: {count} failures in a row; last: {type(error).__name__}: {error}", REASON_CHARS
         )
         try:
-            pause = self._pause(task_type, reason, rule.for_s)
+            # unless a pause of it stands (on-call's, or another worker's breaker's a moment ago): one step
+            target = Target(self._queue, task_type)
+            pause = self._store.pause_unless_paused(target, reason=reason, who=self._who, for_s=rule.for_s)
         except Exception as exc:  # the store away: the next failure tries again
             with self._lock:
                 self._failures[task_type] = rule.after - 1
@@ -137,11 +139,3 @@ class Breaker:
             reason,
         )
         self._watch.refresh()
-
-    def _pause(self, task_type: str, reason: str, for_s: float) -> Pause | None:
-        """Pause ``task_type`` unless a pause of it stands (read from the store itself, not from this
-        worker's last read: another worker's breaker may have tripped a moment ago)."""
-        _, standing = self._store.standing()
-        if any(p.covers(self._queue, task_type) for p in standing):
-            return None
-        return self._store.pause(Target(self._queue, task_type), reason=reason, who=self._who, for_s=for_s)

@@ -74,6 +74,10 @@ class Target:
         queue, task_type, schedule = (f if f is None else str(f) for f in fields)
         return cls(queue, task_type, schedule)
 
+    def covered_by(self) -> tuple[Target, ...]:
+        """The targets whose pause stops this one's work: itself and, for a task type, its whole queue."""
+        return (self, Target(self.queue)) if self.task_type is not None else (self,)
+
     def describe(self) -> str:
         if self.schedule is not None:
             return f"schedule {self.schedule!r}"
@@ -197,6 +201,17 @@ class PauseStore(ABC):
     def pause(self, target: Target, *, reason: str, who: str, for_s: float | None) -> Pause:
         """Pause ``target`` from now (store clock) for ``for_s`` seconds (``None``: until resumed); a pause
         of the same target that stands is replaced. Returns the record written."""
+
+    def pause_unless_paused(
+        self, target: Target, *, reason: str, who: str, for_s: float | None
+    ) -> Pause | None:
+        """Pause ``target`` as :meth:`pause` does unless a pause of it (or of its whole queue) stands: then
+        ``None``, nothing written. The stores check and write in one atomic step (two breakers tripping at
+        once write one pause); this default reads, then writes."""
+        _, standing = self.standing()
+        if any(p.target in target.covered_by() for p in standing):
+            return None
+        return self.pause(target, reason=reason, who=who, for_s=for_s)
 
     @abstractmethod
     def resume(self, target: Target) -> Pause | None:

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 _PAUSE = Script(
     NOW_MS
     + """
--- KEYS: records, until; ARGV: key, reason, who, for_ms (-1: until resumed)
+-- KEYS: records, until; ARGV: key, reason, who, for_ms (-1: until resumed), then the keys whose standing
+-- pause stops this one from being written (false returned, nothing written)
+for i = 5, #ARGV do
+  local ends = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if ends and (ends == 'inf' or tonumber(ends) > now) then
+    return false
+  end
+end
 local for_ms = tonumber(ARGV[4])
 local ends = 'null'
 local score = '+inf'
@@ -93,6 +100,14 @@ class RedisPauses(PauseStore):
         for_ms = -1 if for_s is None else max(int(for_s * 1000), 0)
         record = self._eval(_PAUSE, target.key, reason, who, for_ms)
         return Pause.decode(target.key, text(record))
+
+    def pause_unless_paused(
+        self, target: Target, *, reason: str, who: str, for_s: float | None
+    ) -> Pause | None:
+        for_ms = -1 if for_s is None else max(int(for_s * 1000), 0)
+        blockers = [t.key for t in target.covered_by()]
+        record = self._eval(_PAUSE, target.key, reason, who, for_ms, *blockers)
+        return None if not record else Pause.decode(target.key, text(record))
 
     def resume(self, target: Target) -> Pause | None:
         record = self._eval(_RESUME, target.key)

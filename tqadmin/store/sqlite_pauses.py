@@ -52,9 +52,29 @@ class SQLitePauses(PauseStore):
         return self._clock()
 
     def pause(self, target: Target, *, reason: str, who: str, for_s: float | None) -> Pause:
+        written = self._write(target, reason, who, for_s, unless=())
+        assert written is not None
+        return written
+
+    def pause_unless_paused(
+        self, target: Target, *, reason: str, who: str, for_s: float | None
+    ) -> Pause | None:
+        return self._write(target, reason, who, for_s, unless=target.covered_by())
+
+    def _write(
+        self, target: Target, reason: str, who: str, for_s: float | None, *, unless: tuple[Target, ...]
+    ) -> Pause | None:
+        """The pause written, in one transaction with the look at ``unless`` (None: one of them stands)."""
         now = self._now_ms()
         until = None if for_s is None else now + int(for_s * 1000)
         with self._file.write() as db:
+            for blocker in unless:
+                if db.execute(
+                    "SELECT 1 FROM tq_pauses WHERE ns = ? AND target = ?"
+                    " AND (until_ms IS NULL OR until_ms > ?)",
+                    (self.prefix, blocker.key, now),
+                ).fetchone():
+                    return None
             db.execute(
                 "INSERT INTO tq_pauses (ns, target, reason, who, since_ms, until_ms)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (ns, target) DO UPDATE SET reason = excluded.reason,"
@@ -84,6 +104,12 @@ class SQLitePauses(PauseStore):
 
     def reap(self) -> list[Pause]:
         now = self._now_ms()
+        with self._file.read() as db:  # every worker reaps at each heartbeat: no write lock for nothing
+            due = db.execute(
+                "SELECT 1 FROM tq_pauses WHERE ns = ? AND until_ms <= ? LIMIT 1", (self.prefix, now)
+            ).fetchone()
+        if due is None:
+            return []
         with self._file.write() as db:
             rows = db.execute(
                 f"SELECT {_COLUMNS} FROM tq_pauses WHERE ns = ? AND until_ms <= ? ORDER BY since_ms",  # noqa: S608

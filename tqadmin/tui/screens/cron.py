@@ -1,4 +1,5 @@
-"""The distributed cron: who leads, with which fencing token, and when each schedule fires next."""
+"""The distributed cron: who leads, with which fencing token, and when each schedule fires next; a paused
+schedule's name is followed by its pause (``paused 12m left: <reason>``), its ticks skipped meanwhile."""
 
 from __future__ import annotations
 
@@ -57,10 +58,15 @@ class CronScreen(DashboardScreen):
             text.append("   no schedules registered: start `tqadmin cron --schedule FILE.toml`", style="dim")
         leader.update(text)
         now = self.tq.clock()
+        paused_at, standing = self.tq.pauses
+        paused = {p.target.schedule: p for p in standing if p.target.schedule is not None}
         for s in view.schedules:
             late = s.lateness_s or 0.0
+            name = literal(s.name, "bold")
+            if s.name in paused:  # the leader skips its ticks (docs/cron.md)
+                name.append_text(literal(f" {paused[s.name].describe(paused_at)}", "yellow"))
             table.add_row(
-                literal(s.name, "bold"),
+                name,
                 literal(s.cron),
                 literal(s.queue),
                 Text(when(s.next_fire, now)),
