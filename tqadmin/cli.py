@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pause": ("pause", "stop every worker starting a queue's (or one task type's) jobs, for a while"),
     "resume": ("resume", "end a pause: the workers start the jobs again"),
     "pauses": ("pauses", "the pauses that stand: what, why, who, since, until"),
+    "health": (
+        "health",
+        "each queue's verdict (stalled, degraded...) and wedged workers; exit 7 if unhealthy",
+    ),
 }
 # Commands that read no settings: a broken config file or profile must not break them (the completion script
 # runs at every shell start).

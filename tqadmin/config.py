@@ -22,6 +22,7 @@ from tqadmin.masking import mask_url, masked_repr
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
 from tqadmin.sqlite_file import path_of
+from tqadmin.telemetry.verdict import DEFAULT_WINDOW_S
 from tqadmin.telemetry.wedged import WedgePolicy
 
 EMBEDDED_FILE = Path("tqadmin") / "tqadmin.db"
@@ -52,6 +53,7 @@ PROFILE_KEYS = frozenset(
         "audit_log",
         "thresholds",
         "celery_events",
+        "stall_after_s",
         *THRESHOLD_KEYS,
         *WEDGED_KEYS,
     }
@@ -85,6 +87,7 @@ class Settings:
     celery_events: bool = False  # listen to Celery's task events (docs/frameworks.md); opt-in
     thresholds: Thresholds = field(default_factory=Thresholds)
     wedged: WedgePolicy = field(default_factory=WedgePolicy)  # when a live worker counts as wedged
+    stall_after_s: float = DEFAULT_WINDOW_S  # the window of each queue's verdict (docs/health.md)
     verbose: bool = False
     explicit_broker: bool = False
     explicit_store: bool = False
@@ -229,6 +232,7 @@ def resolve(overrides: Overrides, environ: Mapping[str, str] | None = None) -> S
         config_path=config_path,
         thresholds=_thresholds(profile.get("thresholds", profile)),
         wedged=_wedge_policy(profile),
+        stall_after_s=_positive(profile, "stall_after_s", DEFAULT_WINDOW_S),
         verbose=overrides.verbose,
         explicit_broker=broker is not None,
         explicit_store=store is not None,
@@ -320,15 +324,20 @@ def _number(table: Mapping[str, Any], key: str, default: float | None, what: str
     return float(value)
 
 
+def _positive(profile: Mapping[str, Any], key: str, default: float) -> float:
+    """A profile's positive number of seconds (or factor), ``default`` when absent."""
+    value = _number(profile, key, default, "setting")
+    if value is None or value <= 0:
+        raise ConfigError(f"setting {key} must be a positive number, not {profile.get(key)!r}")
+    return value
+
+
 def _wedge_policy(profile: Mapping[str, Any]) -> WedgePolicy:
     """The profile's ``wedged_*`` keys, each absent one at its documented default (:class:`WedgePolicy`)."""
     defaults = WedgePolicy()
 
     def positive(key: str, default: float) -> float:
-        value = _number(profile, key, default, "setting")
-        if value is None or value <= 0:
-            raise ConfigError(f"setting {key} must be a positive number, not {profile.get(key)!r}")
-        return value
+        return _positive(profile, key, default)
 
     return WedgePolicy(
         factor=positive("wedged_factor", defaults.factor),

@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     BROKER = 4
     PARTIAL = 5
     READ_ONLY = 6
+    UNHEALTHY = 7  # ``health`` only: a queue stalled or degraded, or a worker wedged
 
 
 class TqadminError(Exception):

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         progress=lambda text: ctx.progress(f"demo: {text}"),
         cron=cron,
     )
-    from tqadmin.demo.metrics import serve_metrics
+    from tqadmin.exporter.beside import serve_metrics
 
     with serve_metrics(settings, cron_namespace(layout), lambda text: ctx.progress(f"demo: {text}")) as url:
         if app_class is None:

@@ -1,0 +1,175 @@
+"""`tqadmin health`: each queue's verdict and the wedged workers, for a cron job or a Kubernetes probe.
+
+A stall only shows over time (work waiting throughout a window, nothing completing), so the command watches
+the profile for the window (``--window``, else the profile's ``stall_after_s``, 60 s): it reads the queues and
+the workers through the read service (:mod:`tqadmin.reading`, as ``tqadmin queues`` and ``tqadmin workers``
+do) a few times a window, and judges each queue from what it saw (:mod:`tqadmin.telemetry.verdict`,
+docs/health.md). It exits 0 when every queue is ok, idle or
+paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged,
+and 5 when a source could not be read (and nothing is unhealthy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tqadmin.commands import workers as worker_listing
+from tqadmin.commands.context import CommandContext
+from tqadmin.errors import ExitCode, UsageError
+from tqadmin.frameworks.progress import foreign_views
+from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.models import QueueStats
+from tqadmin.reading.reader import ProfileReader
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.tables import printable, table
+from tqadmin.telemetry.verdict import (
+    UNHEALTHY,
+    VERDICTS,
+    Observation,
+    QueueVerdict,
+    QueueWatch,
+    VerdictPolicy,
+)
+from tqadmin.telemetry.verdict_inputs import observation, own_views
+
+POLLS_PER_WINDOW = 8
+"""Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
+LONGEST_POLL_S = 5.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--window",
+        dest="window_s",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds to watch each queue (default: the profile's stall_after_s, 60)",
+    )
+
+
+PARTS = frozenset({Part.QUEUES, Part.FRAMEWORKS, Part.WORKERS, Part.PAUSES})
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    window_s = float(args.window_s) if args.window_s is not None else ctx.settings.stall_after_s
+    if not 0 < window_s < math.inf:
+        raise UsageError("--window must be a positive number of seconds")
+    watch = QueueWatch(VerdictPolicy(window_s))
+    poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
+    ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
+    reader = ProfileReader(ctx.settings, drain_window_s=window_s)
+    try:
+        reading, verdicts = _watch(ctx, reader, watch, poll_s)
+    finally:
+        reader.close()
+    return _report(ctx, reading, verdicts, window_s)
+
+
+def _watch(
+    ctx: CommandContext, reader: ProfileReader, watch: QueueWatch, poll_s: float
+) -> tuple[ProfileReading, dict[str, QueueVerdict]]:
+    """Poll until the window is covered (the last reading a window after the first); the last reading and
+    the verdicts it ends with. A broker that cannot be read ends the watch with its exit code."""
+    first_at = None
+    while True:
+        at = time.time()
+        reading = reader.read(PARTS)
+        reading.raise_for(Part.QUEUES)
+        if first_at is None and reading.note is not None:
+            ctx.progress(reading.note)
+        verdicts = watch.observe(observations(reading, at))
+        first_at = at if first_at is None else first_at
+        left = first_at + watch.policy.window_s - time.time()
+        if at - first_at >= watch.policy.window_s:
+            return reading, verdicts
+        time.sleep(max(min(poll_s, left), 0.0))
+
+
+def queues_of(reading: ProfileReading) -> list[QueueStats]:
+    """The work queues of ``reading``: retry delay queues are judged with their work queue."""
+    return work_queues(reading.listing.queues if reading.listing else (), include_delay_queues=False)
+
+
+def pauses_of(reading: ProfileReading) -> tuple[float, tuple[Pause, ...]]:
+    return (reading.pauses.now_s, reading.pauses.standing) if reading.pauses else (0.0, ())
+
+
+def observations(reading: ProfileReading, at: float) -> list[Observation]:
+    """Each queue of ``reading`` as the verdict sees it at ``at``."""
+    own = [(r.snapshot, r.age_s, r.alive) for r in reading.workers or ()]
+    foreign = reading.frameworks.workers if reading.frameworks else ()
+    pauses_at, pauses = pauses_of(reading)
+    found = []
+    for queue in queues_of(reading):
+        workers = own_views(own, queue.name, at) + foreign_views(foreign, queue.name)
+        whole = [p for p in of_queue(pauses, queue.name) if p.target.task_type is None]
+        paused = whole[0].describe(pauses_at) if whole else None
+        found.append(observation(queue, at, workers, paused))
+    return found
+
+
+def _report(
+    ctx: CommandContext, reading: ProfileReading, verdicts: dict[str, QueueVerdict], window_s: float
+) -> int:
+    pauses = pauses_of(reading)[1]
+    queues = [_queue_json(q, verdicts.get(q.name), pauses) for q in queues_of(reading)]
+    queues.sort(key=lambda q: (VERDICTS.index(q["verdict"]), q["name"]))
+    workers = worker_listing.listed(reading)
+    unreadable = worker_listing.not_listed(reading, ctx.plugin().capabilities.worker_registries)
+    if Part.PAUSES in reading.unread:
+        unreadable.append("pauses: the state store could not be read")
+    document: dict[str, Any] = {
+        "window_s": window_s,
+        "queues": queues,
+        "workers": workers,
+        "unreadable": unreadable,
+    }
+    ctx.emit(document, lambda: describe(queues, workers))
+    for what in unreadable:
+        ctx.progress(f"tqadmin: warning: not read: {what}")
+    if any(q["verdict"] in UNHEALTHY for q in queues) or any(w["wedged"] for w in workers):
+        return int(ExitCode.UNHEALTHY)
+    return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
+
+
+def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, pauses: Sequence[Pause]) -> dict[str, Any]:
+    verdict = verdict or QueueVerdict("unknown", "not seen in the window")
+    reason = verdict.reason
+    types = [p for p in of_queue(pauses, queue.name) if p.target.task_type is not None]
+    if types and verdict.verdict != "paused":
+        reason += "; paused task types: " + ", ".join(sorted({p.target.task_type or "" for p in types}))
+    return {
+        "name": queue.name,
+        "verdict": verdict.verdict,
+        "reason": reason,
+        "ready": queue.ready,
+        "unacked": queue.unacked,
+        "delayed": queue.delayed,
+        "consumers": queue.consumers,
+        "ack_rate": queue.ack_rate,
+        "oldest_age_s": queue.oldest_age_s,
+        "drain_s": queue.drain_s,
+        "growing": queue.growing,
+        "dlq": queue.dlq,
+        "dlq_messages": queue.dlq_messages,
+        "dlq_oldest_age_s": queue.dlq_oldest_age_s,
+    }
+
+
+def describe(queues: list[dict[str, Any]], workers: list[dict[str, Any]]) -> str:
+    rows = [(q["name"], q["verdict"], q["reason"]) for q in queues]
+    lines = [table(("QUEUE", "VERDICT", "WHY"), rows) if rows else "no queues"]
+    lines += [printable(f"wedged worker {w['name']}: {w['wedged_reason']}") for w in workers if w["wedged"]]
+    bad = [f"{q['name']} {q['verdict']}" for q in queues if q["verdict"] in UNHEALTHY]
+    wedged = sum(1 for w in workers if w["wedged"])
+    if bad or wedged:
+        lines.append(f"unhealthy: {', '.join(bad + [f'{wedged} wedged worker(s)'] * bool(wedged))}")
+    else:
+        lines.append("healthy")
+    return "\n".join(lines)
