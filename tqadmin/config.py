@@ -40,7 +40,13 @@ def embedded_url(environ: Mapping[str, str] | None = None) -> str:
 
 
 THRESHOLD_KEYS = frozenset(
-    {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
+    {
+        "depth_threshold",
+        "oldest_age_threshold_s",
+        "dlq_threshold",
+        "failure_rate_threshold",
+        "pause_threshold_s",
+    }
 )
 WEDGED_KEYS = frozenset({"wedged_factor", "wedged_min_s", "wedged_no_history_s", "wedged_intake_s"})
 PROFILE_KEYS = frozenset(
@@ -69,6 +75,7 @@ class Thresholds:
     oldest_age_s: float | None = None
     dlq_messages: int | None = 1
     failure_rate: float | None = 0.05  # of a task type's runs over the telemetry window
+    pause_s: float | None = 3600.0  # a pause standing longer pages (TqadminPauseLong): one forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +306,7 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
         oldest_age_s=number("oldest_age_threshold_s", defaults.oldest_age_s),
         dlq_messages=int(dlq) if dlq is not None else None,
         failure_rate=number("failure_rate_threshold", defaults.failure_rate),
+        pause_s=number("pause_threshold_s", defaults.pause_s),
     )
 
 

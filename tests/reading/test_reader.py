@@ -123,8 +123,8 @@ def test_one_reading_holds_the_queues_the_workers_judged_the_cron_and_the_pauses
     assert [v.wedged is True for v in reading.verdicts] == [False]  # judged: one verdict per worker
     assert reading.tasks["charge"].done == 1
     assert reading.telemetry is not None and reading.telemetry.workers == 1
-    assert reading.frameworks is not None  # other frameworks' registries on a shared server: each judged
-    assert len(reading.framework_verdicts) == len(reading.frameworks.workers)
+    # Other frameworks' registries were read (what they hold is the shared server's: other tests' Celery).
+    assert reading.frameworks is not None and reading.frameworks.unreadable == ()
     assert reading.cron is not None and reading.cron.leader is None
     assert reading.pauses is not None
     assert [p.target.queue for p in reading.pauses.standing] == [profile.queue]

@@ -88,8 +88,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "pipeline, admin, alerting, plugins",
         ("tqadmin.pipeline", "tqadmin.admin", "tqadmin.alerting", *PLUGINS),
     ),
-    # The one read service: a profile's broker, store and cron read once for every face above it (DESIGN:
-    # "one read service beside" the admin actions), so it reads the pipeline's cron status and the plugins.
+    # The one read service: a profile's broker, store and cron read once for every face above it.
     ("reading", ("tqadmin.reading",)),
     ("tui", ("tqadmin.tui",)),
     ("demo", ("tqadmin.demo",)),

@@ -1,10 +1,9 @@
 """`tqadmin health`: each queue's verdict and the wedged workers, for a cron job or a Kubernetes probe.
 
 A stall only shows over time (work waiting throughout a window, nothing completing), so the command watches
-the profile for the window (``--window``, else the profile's ``stall_after_s``, 60 s): it reads the queues and
-the workers through the read service (:mod:`tqadmin.reading`, as ``tqadmin queues`` and ``tqadmin workers``
-do) a few times a window, and judges each queue from what it saw (:mod:`tqadmin.telemetry.verdict`,
-docs/health.md). It exits 0 when every queue is ok, idle or
+the profile for the window (``--window``, else the profile's ``stall_after_s``, 60 s): it polls the queues and
+the workers as ``tqadmin queues`` and ``tqadmin workers`` do, a few times a window, and judges each queue from
+what it saw (:mod:`tqadmin.telemetry.verdict`, docs/health.md). It exits 0 when every queue is ok, idle or
 paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged,
 and 5 when a source could not be read (and nothing is unhealthy).
 """
@@ -15,16 +14,21 @@ import argparse
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, UsageError
+from tqadmin.errors import ExitCode, NoDatabase, UsageError
+from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
+from tqadmin.masking import mask_text
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
+from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reader import ProfileReader
-from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.reading.reading import Part
+from tqadmin.store.base import WorkerRecord
 from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import printable, table
 from tqadmin.telemetry.verdict import (
@@ -40,6 +44,7 @@ from tqadmin.telemetry.verdict_inputs import observation, own_views
 POLLS_PER_WINDOW = 8
 """Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
 LONGEST_POLL_S = 5.0
+WATCHED = frozenset({Part.QUEUES, Part.WORKERS, Part.FRAMEWORKS, Part.PAUSES})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +58,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-PARTS = frozenset({Part.QUEUES, Part.FRAMEWORKS, Part.WORKERS, Part.PAUSES})
+@dataclass(slots=True)
+class Poll:
+    """What one poll read: the queues, tqadmin's workers, other frameworks' workers and what failed."""
+
+    queues: Sequence[QueueStats] = ()
+    records: list[WorkerRecord] = field(default_factory=list)
+    foreign: WorkerReading = field(default_factory=WorkerReading)
+    pauses: list[Pause] | None = None
+    pauses_at: float = 0.0
+    unreadable: list[str] = field(default_factory=list)
+    note: str | None = None  # a fresh machine's: where the embedded file will be
+    workers: list[dict[str, Any]] = field(default_factory=list)  # as ``tqadmin workers --json``, judged
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -63,85 +79,87 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     watch = QueueWatch(VerdictPolicy(window_s))
     poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
     ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
-    reader = ProfileReader(ctx.settings, drain_window_s=window_s)
+    reader = ProfileReader(ctx.settings, drain_window_s=window_s)  # drain estimates over the same window
     try:
-        reading, verdicts = _watch(ctx, reader, watch, poll_s)
+        poll, verdicts = _watch(reader, watch, poll_s)
+    except NoDatabase as missing:
+        ctx.unless_fresh(missing)
+        poll, verdicts = Poll(), {}
     finally:
         reader.close()
-    return _report(ctx, reading, verdicts, window_s)
+    if poll.note is not None:
+        ctx.progress(poll.note)
+    return _report(ctx, poll, verdicts, window_s)
 
 
-def _watch(
-    ctx: CommandContext, reader: ProfileReader, watch: QueueWatch, poll_s: float
-) -> tuple[ProfileReading, dict[str, QueueVerdict]]:
-    """Poll until the window is covered (the last reading a window after the first); the last reading and
-    the verdicts it ends with. A broker that cannot be read ends the watch with its exit code."""
+def _watch(reader: ProfileReader, watch: QueueWatch, poll_s: float) -> tuple[Poll, dict[str, QueueVerdict]]:
+    """Poll until the window is covered (the last reading a window after the first); the last poll and the
+    verdicts it ends with."""
     first_at = None
     while True:
         at = time.time()
-        reading = reader.read(PARTS)
-        reading.raise_for(Part.QUEUES)
-        if first_at is None and reading.note is not None:
-            ctx.progress(reading.note)
-        verdicts = watch.observe(observations(reading, at))
+        poll = read(reader)
+        verdicts = watch.observe(observations(poll, at))
         first_at = at if first_at is None else first_at
         left = first_at + watch.policy.window_s - time.time()
         if at - first_at >= watch.policy.window_s:
-            return reading, verdicts
+            return poll, verdicts
         time.sleep(max(min(poll_s, left), 0.0))
 
 
-def queues_of(reading: ProfileReading) -> list[QueueStats]:
-    """The work queues of ``reading``: retry delay queues are judged with their work queue."""
-    return work_queues(reading.listing.queues if reading.listing else (), include_delay_queues=False)
+def read(reader: ProfileReader) -> Poll:
+    """One poll through the read service, as ``tqadmin queues`` and ``tqadmin workers`` read."""
+    reading = reader.read(WATCHED)
+    reading.raise_for(Part.QUEUES)
+    foreign = reading.frameworks or WorkerReading()
+    pauses = reading.pauses
+    said = [f"{part}: {unread.why}" for part, unread in reading.unread.items()]
+    return Poll(
+        work_queues(reading.listing.queues if reading.listing else (), include_delay_queues=False),
+        list(reading.workers or ()),
+        foreign,
+        None if pauses is None else list(pauses.standing),
+        0.0 if pauses is None else pauses.now_s,
+        said + [mask_text(what) for what in foreign.unreadable],
+        reading.note,
+        worker_listing.listed(reading),
+    )
 
 
-def pauses_of(reading: ProfileReading) -> tuple[float, tuple[Pause, ...]]:
-    return (reading.pauses.now_s, reading.pauses.standing) if reading.pauses else (0.0, ())
-
-
-def observations(reading: ProfileReading, at: float) -> list[Observation]:
-    """Each queue of ``reading`` as the verdict sees it at ``at``."""
-    own = [(r.snapshot, r.age_s, r.alive) for r in reading.workers or ()]
-    foreign = reading.frameworks.workers if reading.frameworks else ()
-    pauses_at, pauses = pauses_of(reading)
+def observations(poll: Poll, at: float) -> list[Observation]:
+    """Each queue of ``poll`` as the verdict sees it at ``at``."""
+    own = [(r.snapshot, r.age_s, r.alive) for r in poll.records]
     found = []
-    for queue in queues_of(reading):
-        workers = own_views(own, queue.name, at) + foreign_views(foreign, queue.name)
-        whole = [p for p in of_queue(pauses, queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(pauses_at) if whole else None
+    for queue in poll.queues:
+        workers = own_views(own, queue.name, at) + foreign_views(poll.foreign.workers, queue.name)
+        whole = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is None]
+        paused = whole[0].describe(poll.pauses_at) if whole else own_pauses.said(queue)
         found.append(observation(queue, at, workers, paused))
     return found
 
 
-def _report(
-    ctx: CommandContext, reading: ProfileReading, verdicts: dict[str, QueueVerdict], window_s: float
-) -> int:
-    pauses = pauses_of(reading)[1]
-    queues = [_queue_json(q, verdicts.get(q.name), pauses) for q in queues_of(reading)]
+def _report(ctx: CommandContext, poll: Poll, verdicts: dict[str, QueueVerdict], window_s: float) -> int:
+    queues = [_queue_json(q, verdicts.get(q.name), poll) for q in poll.queues]
     queues.sort(key=lambda q: (VERDICTS.index(q["verdict"]), q["name"]))
-    workers = worker_listing.listed(reading)
-    unreadable = worker_listing.not_listed(reading, ctx.plugin().capabilities.worker_registries)
-    if Part.PAUSES in reading.unread:
-        unreadable.append("pauses: the state store could not be read")
+    workers = poll.workers
     document: dict[str, Any] = {
         "window_s": window_s,
         "queues": queues,
         "workers": workers,
-        "unreadable": unreadable,
+        "unreadable": poll.unreadable,
     }
     ctx.emit(document, lambda: describe(queues, workers))
-    for what in unreadable:
+    for what in poll.unreadable:
         ctx.progress(f"tqadmin: warning: not read: {what}")
     if any(q["verdict"] in UNHEALTHY for q in queues) or any(w["wedged"] for w in workers):
         return int(ExitCode.UNHEALTHY)
-    return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
+    return int(ExitCode.PARTIAL if poll.unreadable else ExitCode.OK)
 
 
-def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, pauses: Sequence[Pause]) -> dict[str, Any]:
+def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> dict[str, Any]:
     verdict = verdict or QueueVerdict("unknown", "not seen in the window")
     reason = verdict.reason
-    types = [p for p in of_queue(pauses, queue.name) if p.target.task_type is not None]
+    types = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is not None]
     if types and verdict.verdict != "paused":
         reason += "; paused task types: " + ", ".join(sorted({p.target.task_type or "" for p in types}))
     return {
