@@ -30,7 +30,7 @@ from tqadmin.config import Thresholds
 from tqadmin.telemetry import metric_names as names
 
 FOR = "1m"
-FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.tui.sources.StoreTelemetry)
+FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.reading.reader.WINDOW_S)
 QUEUES_FOLDED = "TqadminQueuesFolded"
 PROFILE_DOWN = "TqadminProfileDown"
 POLL_STALE = "TqadminPollStale"

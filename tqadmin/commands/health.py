@@ -23,7 +23,6 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, UsageError
 from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
-from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
@@ -42,7 +41,6 @@ from tqadmin.telemetry.verdict import (
     VerdictPolicy,
 )
 from tqadmin.telemetry.verdict_inputs import observation, own_views
-from tqadmin.telemetry.wedged import judge_all
 
 POLLS_PER_WINDOW = 8
 """Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
@@ -72,6 +70,7 @@ class Poll:
     pauses_at: float = 0.0
     unreadable: list[str] = field(default_factory=list)
     note: str | None = None  # a fresh machine's: where the embedded file will be
+    workers: list[dict[str, Any]] = field(default_factory=list)  # as ``tqadmin workers --json``, judged
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     watch = QueueWatch(VerdictPolicy(window_s))
     poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
     ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
-    reader = ProfileReader(ctx.settings)
+    reader = ProfileReader(ctx.settings, drain_window_s=window_s)  # drain estimates over the same window
     try:
         poll, verdicts = _watch(reader, watch, poll_s)
     except NoDatabase as missing:
@@ -124,6 +123,7 @@ def read(reader: ProfileReader) -> Poll:
         0.0 if pauses is None else pauses.now_s,
         said + [mask_text(what) for what in foreign.unreadable],
         reading.note,
+        worker_listing.listed(reading),
     )
 
 
@@ -142,7 +142,7 @@ def observations(poll: Poll, at: float) -> list[Observation]:
 def _report(ctx: CommandContext, poll: Poll, verdicts: dict[str, QueueVerdict], window_s: float) -> int:
     queues = [_queue_json(q, verdicts.get(q.name), poll) for q in poll.queues]
     queues.sort(key=lambda q: (VERDICTS.index(q["verdict"]), q["name"]))
-    workers = _workers_json(ctx, poll)
+    workers = poll.workers
     document: dict[str, Any] = {
         "window_s": window_s,
         "queues": queues,
@@ -179,18 +179,6 @@ def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> 
         "dlq_messages": queue.dlq_messages,
         "dlq_oldest_age_s": queue.dlq_oldest_age_s,
     }
-
-
-def _workers_json(ctx: CommandContext, poll: Poll) -> list[dict[str, Any]]:
-    """Every worker as ``tqadmin workers --json`` lists it, with its wedged verdict."""
-    policy, now = ctx.settings.wedged, time.time()
-    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in poll.records], policy)
-    own = [worker_listing.own_worker(r, v) for r, v in zip(poll.records, verdicts, strict=True)]
-    tasks = poll.foreign.tasks
-    return own + [
-        worker_listing.foreign_json(w, judge_foreign(w, policy, now, tasks.get(w.framework)))
-        for w in poll.foreign.workers
-    ]
 
 
 def describe(queues: list[dict[str, Any]], workers: list[dict[str, Any]]) -> str:

@@ -9,6 +9,7 @@ naming what is missing (docs/interface.md, exit codes).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from tqadmin.errors import ExitCode
 from tqadmin.frameworks.summary import TQADMIN
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
-from tqadmin.reading.reading import Part
+from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
 from tqadmin.telemetry.progress import progress_json
@@ -31,24 +32,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     reading = ctx.read({Part.WORKERS, Part.FRAMEWORKS})
     registries = ctx.plugin().capabilities.worker_registries
-    sources = {Part.WORKERS: f"{TQADMIN} workers", Part.FRAMEWORKS: f"{', '.join(registries)} workers"}
-    failed = [part for part in sources if part in reading.unread]
+    failed = [part for part in (Part.WORKERS, Part.FRAMEWORKS) if part in reading.unread]
     if len(failed) == 1 + bool(registries):  # nothing could be read: the first failure's own exit code
         reading.raise_for(failed[0])
-    others = reading.frameworks or WorkerReading()
-    unreadable = [f"{sources[part]}: {reading.unread[part].why}" for part in failed]
-    unreadable += [mask_text(what) for what in others.unreadable]
-    records, verdicts = reading.workers or (), reading.verdicts
-    own = [own_worker(record, verdict) for record, verdict in zip(records, verdicts, strict=True)]
-    workers = own + [
-        foreign_json(w, verdict)
-        for w, verdict in zip(others.workers, reading.framework_verdicts, strict=True)
-    ]
+    unreadable = not_listed(reading, registries)
+    workers = listed(reading)
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
         ctx.progress(f"tqadmin: warning: workers not listed: {what}")
     return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
+
+
+def not_listed(reading: ProfileReading, registries: Iterable[str]) -> list[str]:
+    """The sources of workers that could not be read, each with why, then the registry entries skipped."""
+    sources = {Part.WORKERS: f"{TQADMIN} workers", Part.FRAMEWORKS: f"{', '.join(registries)} workers"}
+    said = [f"{sources[part]}: {reading.unread[part].why}" for part in sources if part in reading.unread]
+    return said + [mask_text(what) for what in (reading.frameworks or WorkerReading()).unreadable]
+
+
+def listed(reading: ProfileReading) -> list[dict[str, Any]]:
+    """Every worker of ``reading`` as ``--json`` lists it, tqadmin's first, each with its wedged verdict."""
+    records, others = reading.workers or (), reading.frameworks or WorkerReading()
+    own = [own_worker(record, verdict) for record, verdict in zip(records, reading.verdicts, strict=True)]
+    judged = zip(others.workers, reading.framework_verdicts, strict=True)
+    return own + [foreign_json(worker, verdict) for worker, verdict in judged]
 
 
 def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:

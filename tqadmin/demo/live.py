@@ -2,7 +2,7 @@
 
 The state store may hold workers of earlier demos and of other deployments; the panel shows the workers this
 demo started (after it began, on its queues), so the figures on screen are the ones its summary will add up.
-It is the TUI's own store telemetry (:class:`tqadmin.tui.sources.StoreTelemetry`) narrowed to this demo.
+It is the dashboard's own telemetry (the read service's, :mod:`tqadmin.reading`) narrowed to this demo.
 """
 
 from __future__ import annotations
