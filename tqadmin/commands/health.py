@@ -14,14 +14,14 @@ import argparse
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqadmin.commands import queues as queue_listing
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
-from tqadmin.frameworks.progress import foreign_views
+from tqadmin.frameworks.progress import foreign_views, serves
 from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
 from tqadmin.plugin.base import BrokerAdmin
@@ -57,6 +57,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds to watch each queue (default: the profile's stall_after_s, 60)",
     )
+    parser.add_argument(
+        "--filter",
+        dest="name_filter",
+        metavar="TEXT",
+        help="only queues whose name contains TEXT (and the workers serving them)",
+    )
 
 
 @dataclass(slots=True)
@@ -76,12 +82,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
     watch = QueueWatch(VerdictPolicy(window_s))
-    drains = DrainWindow(window_s)
     poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
     ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
     try:
         with ctx.admin() as admin:
-            poll, verdicts = _watch(ctx, admin, watch, drains, poll_s)
+            poll, verdicts = _watch(ctx, admin, watch, poll_s, args.name_filter)
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         poll, verdicts = Poll(), {}
@@ -92,15 +97,15 @@ def _watch(
     ctx: CommandContext,
     admin: BrokerAdmin,
     watch: QueueWatch,
-    drains: DrainWindow,
     poll_s: float,
+    name_filter: str | None,
 ) -> tuple[Poll, dict[str, QueueVerdict]]:
     """Poll until the window is covered (the last reading a window after the first); the last poll and the
     verdicts it ends with."""
-    first_at = None
+    drains, first_at = DrainWindow(watch.policy.window_s), None
     while True:
         at = time.time()
-        poll = read(ctx, admin, drains)
+        poll = read(ctx, admin, drains, name_filter)
         verdicts = watch.observe(observations(poll, at))
         first_at = at if first_at is None else first_at
         left = first_at + watch.policy.window_s - time.time()
@@ -109,9 +114,14 @@ def _watch(
         time.sleep(max(min(poll_s, left), 0.0))
 
 
-def read(ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow) -> Poll:
-    """One poll, through the code of ``tqadmin queues`` and ``tqadmin workers``."""
+def read(
+    ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow, name_filter: str | None = None
+) -> Poll:
+    """One poll, through the code of ``tqadmin queues`` and ``tqadmin workers``; with ``name_filter``, only
+    the queues whose name contains it, and the workers serving them."""
     listing = drains.apply(admin.list_queues())
+    listed = work_queues(listing.queues, include_delay_queues=False)
+    queues = [q for q in listed if not name_filter or name_filter in q.name]
     failures: list[tuple[str, TqadminError]] = []
     records = worker_listing._own_workers(ctx, failures)
     foreign, unreadable = worker_listing._framework_workers(ctx, failures)
@@ -119,14 +129,13 @@ def read(ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow) -> Poll:
     said = [f"{what}: {mask_text(str(exc))}" for what, exc in failures]
     if pauses is None:
         said.append("pauses: the state store could not be read")
-    return Poll(
-        work_queues(listing.queues, include_delay_queues=False),
-        records,
-        foreign,
-        pauses,
-        pauses_at,
-        said + unreadable,
-    )
+    if name_filter:
+        names = {q.name for q in queues}
+        records = [r for r in records if names.intersection(r.snapshot.queues)]
+        foreign = replace(
+            foreign, workers=tuple(w for w in foreign.workers if any(serves(w, n) for n in names))
+        )
+    return Poll(queues, records, foreign, pauses, pauses_at, said + unreadable)
 
 
 def observations(poll: Poll, at: float) -> list[Observation]:

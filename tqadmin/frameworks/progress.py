@@ -25,5 +25,11 @@ def foreign_view(worker: ForeignWorker) -> WorkerView:
 
 
 def foreign_views(workers: tuple[ForeignWorker, ...], queue: str) -> tuple[WorkerView, ...]:
-    """The live ones of ``workers`` that serve ``queue``, as views (liveness unknown counts as not live)."""
-    return tuple(foreign_view(w) for w in workers if w.alive and queue in w.queues)
+    """The live ones of ``workers`` that serve ``queue``, as views (liveness unknown counts as not live).
+    A framework's queue is listed under its framework's name (``rq:orders``), its workers name it bare."""
+    return tuple(foreign_view(w) for w in workers if w.alive and serves(w, queue))
+
+
+def serves(worker: ForeignWorker, queue: str) -> bool:
+    """Whether ``worker`` takes from the queue listed as ``queue`` (``orders`` or ``rq:orders``)."""
+    return queue in worker.queues or queue.removeprefix(f"{worker.framework}:") in worker.queues
