@@ -24,8 +24,13 @@ from worker_harness import (  # noqa: F401 - the fixtures
     sqlite_pipeline_fixture,
 )
 
+from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.store.recording import RECORD_EVERY_S, HistoryRecorder, history_name
+
 TASKS = str(Path(__file__).with_name("health_tasks.py"))
 WINDOW_S = 4.0
+HISTORY_WINDOW_S = 20.0  # two of the history's 10 s buckets at least
 HEARTBEAT = ("--heartbeat", "0.5")
 Tq = Callable[..., tuple[int, Any, str]]
 BROKERS = [
@@ -203,3 +208,35 @@ def test_a_raw_consumer_that_takes_its_prefetch_and_never_acks_stalls_its_queue(
             f"\nhealth: raw pika consumer holding its prefetch: stalled {detected_s:.1f} s after it took them"
             f" (--window {WINDOW_S:g}): {queue['reason']}"
         )
+
+
+@pytest.mark.parametrize("probe", [BROKERS[2]], indirect=True)
+def test_where_the_history_covers_the_window_the_verdict_comes_at_once(probe: Probe, tmp_path: Path) -> None:
+    """A dashboard records the queue's figures every 5 s while the worker is blocked; ``health`` then judges
+    the window from the history and one poll, without watching it."""
+    release, ran = tmp_path / "release", tmp_path / "runs"
+    probe.pipeline.start_with_tasks(TASKS, "--concurrency", "2", *HEARTBEAT)
+    probe.publish(
+        [{"task_type": "block", "release": str(release), "runs": str(ran), "id": f"j{i}"} for i in range(4)]
+    )
+    probe.pipeline.wait_for(lambda: runs(ran) == 2, 60, "both job threads blocked")
+    recorder = HistoryRecorder(probe.pipeline.store_url, history_name(None))
+    config = BrokerConfig(url=probe.pipeline.broker_url or "")
+    try:
+        with plugin_for_url(config.url).admin(config) as admin:
+            recording_until = time.monotonic() + 2 * HISTORY_WINDOW_S
+            while time.monotonic() < recording_until:
+                recorder.record_queues(admin.list_queues().queues)
+                time.sleep(RECORD_EVERY_S + 0.1)
+        started = time.monotonic()
+        code, queue, said = probe.health(HISTORY_WINDOW_S)
+        took_s = time.monotonic() - started
+    finally:
+        recorder.close()
+        release.touch()
+    assert (code, queue["verdict"]) == (7, "stalled"), (queue, said)
+    assert "watching" not in said and took_s < HISTORY_WINDOW_S, (took_s, said)
+    probe.report(
+        f"from the recorded history ({HISTORY_WINDOW_S:g} s window): stalled in {took_s:.1f} s:"
+        f" {queue['reason']}"
+    )

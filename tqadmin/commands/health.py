@@ -1,11 +1,11 @@
 """`tqadmin health`: each queue's verdict and the wedged workers, for a cron job or a Kubernetes probe.
 
-A stall only shows over time (work waiting throughout a window, nothing completing), so the command watches
-the profile for the window (``--window``, else the profile's ``stall_after_s``, 60 s): it polls the queues and
-the workers as ``tqadmin queues`` and ``tqadmin workers`` do, a few times a window, and judges each queue from
-what it saw (:mod:`tqadmin.telemetry.verdict`, docs/health.md). It exits 0 when every queue is ok, idle or
-paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged,
-and 5 when a source could not be read (and nothing is unhealthy).
+A stall only shows over time (work waiting throughout a window, nothing completing), so the command judges
+each queue over the window (``--window``, else the profile's ``stall_after_s``, 60 s): from the profile's
+recorded history when it covers the window, otherwise by watching for the window, polling the queues and
+the workers a few times a window (:mod:`tqadmin.commands.health_reading`, docs/health.md). It exits 0 when
+every queue is ok, idle or paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or
+degraded or a worker is wedged, and 5 when a source could not be read (and nothing is unhealthy).
 """
 
 from __future__ import annotations
@@ -13,34 +13,20 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-from tqadmin.commands import queues as queue_listing
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
-from tqadmin.frameworks.progress import foreign_views, serves
+from tqadmin.commands.health_reading import Poll, from_history, observations, read
+from tqadmin.errors import ExitCode, NoDatabase, UsageError
 from tqadmin.frameworks.wedged import judge_foreign
-from tqadmin.masking import mask_text
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import DrainWindow
 from tqadmin.plugin.models import QueueStats
-from tqadmin.plugin.workers import WorkerReading
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses import of_queue
 from tqadmin.tables import printable, table
-from tqadmin.telemetry.verdict import (
-    UNHEALTHY,
-    VERDICTS,
-    Observation,
-    QueueVerdict,
-    QueueWatch,
-    VerdictPolicy,
-)
-from tqadmin.telemetry.verdict_inputs import observation, own_views
+from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, QueueWatch, VerdictPolicy
 from tqadmin.telemetry.wedged import judge_all
 
 POLLS_PER_WINDOW = 8
@@ -55,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="seconds to watch each queue (default: the profile's stall_after_s, 60)",
+        help="seconds to judge each queue over (default: the profile's stall_after_s, 60)",
     )
     parser.add_argument(
         "--filter",
@@ -65,89 +51,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass(slots=True)
-class Poll:
-    """What one poll read: the queues, tqadmin's workers, other frameworks' workers and what failed."""
-
-    queues: Sequence[QueueStats] = ()
-    records: list[WorkerRecord] = field(default_factory=list)
-    foreign: WorkerReading = field(default_factory=WorkerReading)
-    pauses: list[Pause] | None = None
-    pauses_at: float = 0.0
-    unreadable: list[str] = field(default_factory=list)
-
-
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     window_s = float(args.window_s) if args.window_s is not None else ctx.settings.stall_after_s
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
-    watch = QueueWatch(VerdictPolicy(window_s))
-    poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
-    ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
     try:
         with ctx.admin() as admin:
-            poll, verdicts = _watch(ctx, admin, watch, poll_s, args.name_filter)
+            poll, verdicts = Judging(ctx, admin, VerdictPolicy(window_s), args.name_filter).verdicts()
     except NoDatabase as missing:
         ctx.unless_fresh(missing)
         poll, verdicts = Poll(), {}
     return _report(ctx, poll, verdicts, window_s)
 
 
-def _watch(
-    ctx: CommandContext,
-    admin: BrokerAdmin,
-    watch: QueueWatch,
-    poll_s: float,
-    name_filter: str | None,
-) -> tuple[Poll, dict[str, QueueVerdict]]:
-    """Poll until the window is covered (the last reading a window after the first); the last poll and the
-    verdicts it ends with."""
-    drains, first_at = DrainWindow(watch.policy.window_s), None
-    while True:
-        at = time.time()
-        poll = read(ctx, admin, drains, name_filter)
-        verdicts = watch.observe(observations(poll, at))
-        first_at = at if first_at is None else first_at
-        left = first_at + watch.policy.window_s - time.time()
-        if at - first_at >= watch.policy.window_s:
-            return poll, verdicts
-        time.sleep(max(min(poll_s, left), 0.0))
+@dataclass(slots=True)
+class Judging:
+    """One run's judging: from the history when it covers the window, else by watching the window."""
 
+    ctx: CommandContext
+    admin: BrokerAdmin
+    policy: VerdictPolicy
+    name_filter: str | None
 
-def read(
-    ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow, name_filter: str | None = None
-) -> Poll:
-    """One poll, through the code of ``tqadmin queues`` and ``tqadmin workers``; with ``name_filter``, only
-    the queues whose name contains it, and the workers serving them."""
-    listing = drains.apply(admin.list_queues())
-    listed = work_queues(listing.queues, include_delay_queues=False)
-    queues = [q for q in listed if not name_filter or name_filter in q.name]
-    failures: list[tuple[str, TqadminError]] = []
-    records = worker_listing._own_workers(ctx, failures)
-    foreign, unreadable = worker_listing._framework_workers(ctx, failures)
-    pauses_at, pauses = queue_listing._pauses(ctx)
-    said = [f"{what}: {mask_text(str(exc))}" for what, exc in failures]
-    if pauses is None:
-        said.append("pauses: the state store could not be read")
-    if name_filter:
-        names = {q.name for q in queues}
-        records = [r for r in records if names.intersection(r.snapshot.queues)]
-        foreign = replace(
-            foreign, workers=tuple(w for w in foreign.workers if any(serves(w, n) for n in names))
+    def verdicts(self) -> tuple[Poll, dict[str, QueueVerdict]]:
+        drains = DrainWindow(self.policy.window_s)
+        first_at = time.time()
+        poll = read(self.ctx, self.admin, drains, self.name_filter)
+        known = from_history(self.ctx, poll, first_at, self.policy)
+        if known is not None:
+            return poll, known
+        window_s = self.policy.window_s
+        self.ctx.progress(
+            f"tqadmin: no recorded history covers the window: watching the queues for {window_s:g} s"
         )
-    return Poll(queues, records, foreign, pauses, pauses_at, said + unreadable)
-
-
-def observations(poll: Poll, at: float) -> list[Observation]:
-    """Each queue of ``poll`` as the verdict sees it at ``at``."""
-    own = [(r.snapshot, r.age_s, r.alive) for r in poll.records]
-    found = []
-    for queue in poll.queues:
-        workers = own_views(own, queue.name, at) + foreign_views(poll.foreign.workers, queue.name)
-        whole = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(poll.pauses_at) if whole else None
-        found.append(observation(queue, at, workers, paused))
-    return found
+        watch = QueueWatch(self.policy)
+        verdicts = watch.observe(observations(poll, first_at))
+        poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
+        while (at := time.time()) - first_at < window_s:
+            time.sleep(max(min(poll_s, first_at + window_s - at), 0.0))
+            at = time.time()
+            poll = read(self.ctx, self.admin, drains, self.name_filter)
+            verdicts = watch.observe(observations(poll, at))
+        return poll, verdicts
 
 
 def _report(ctx: CommandContext, poll: Poll, verdicts: dict[str, QueueVerdict], window_s: float) -> int:
