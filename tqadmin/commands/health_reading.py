@@ -77,7 +77,7 @@ def observations(poll: Poll, at: float) -> list[Observation]:
     own = [(r.snapshot, r.age_s, r.alive) for r in poll.records]
     found = []
     for queue in poll.queues:
-        workers = own_views(own, queue.name, at) + foreign_views(poll.foreign.workers, queue.name)
+        workers = own_views(own, queue.name, at) + foreign_views(poll.foreign, queue.name)
         whole = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is None]
         paused = whole[0].describe(poll.pauses_at) if whole else None
         found.append(observation(queue, at, workers, paused))
