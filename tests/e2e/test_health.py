@@ -24,6 +24,7 @@ from worker_harness import (  # noqa: F401 - the fixtures
     sqlite_pipeline_fixture,
 )
 
+from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.store.recording import RECORD_EVERY_S, HistoryRecorder, history_name
@@ -240,3 +241,45 @@ def test_where_the_history_covers_the_window_the_verdict_comes_at_once(probe: Pr
         f"from the recorded history ({HISTORY_WINDOW_S:g} s window): stalled in {took_s:.1f} s:"
         f" {queue['reason']}"
     )
+
+
+@pytest.mark.parametrize("probe", [BROKERS[2]], indirect=True)
+def test_a_paused_queue_is_paused_not_stalled(probe: Probe, tmp_path: Path) -> None:
+    """Work waits, a worker serves the queue and nothing completes: because the queue is paused."""
+    probe.pipeline.start_with_tasks(TASKS, *HEARTBEAT)
+    probe.pipeline.wait_for(lambda: probe.served(waiting=False), 60, "the worker consuming")
+    store = ("--store", probe.pipeline.store_url)
+    code, _, err = probe.tq_json(*probe.broker, *store, "pause", probe.pipeline.queue, "--for", "10m",
+                                 "--reason", "vendor 503", "--yes")  # fmt: skip
+    assert code == 0, err
+    time.sleep(2)  # a heartbeat or two: the worker has read the pause
+    probe.publish([{"task_type": "quick", "id": f"j{i}"} for i in range(3)])
+    queue = probe.healthy()
+    assert queue["verdict"] == "paused" and queue["reason"].endswith(": vendor 503"), queue
+
+
+@pytest.mark.parametrize("probe", [BROKERS[2]], indirect=True)
+def test_a_wedged_worker_is_named_and_unhealthy_in_the_human_output(
+    probe: Probe, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[profiles.h]\nwedged_no_history_s = 1\nwedged_min_s = 1\nstall_after_s = 3\n")
+    release, ran = tmp_path / "release", tmp_path / "runs"
+    probe.pipeline.start_with_tasks(TASKS, "--concurrency", "1", *HEARTBEAT)
+    probe.publish(
+        [{"task_type": "block", "release": str(release), "runs": str(ran), "id": f"j{i}"} for i in range(2)]
+    )
+    probe.pipeline.wait_for(lambda: runs(ran) == 1, 60, "the job thread blocked")
+    time.sleep(2)  # past the 1 s limit
+    try:
+        argv = ["--config", str(config), "--profile", "h", *probe.broker, "--store", probe.pipeline.store_url]
+        code = main([*argv, "health", "--filter", probe.pipeline.queue])
+    finally:
+        release.touch()
+    out = capsys.readouterr().out
+    assert code == 7, out
+    lines = out.splitlines()
+    assert lines[0].split() == ["QUEUE", "VERDICT", "WHY"]
+    assert lines[1].split()[:2] == [probe.pipeline.queue, "stalled"], out
+    assert any(line.startswith("wedged worker ") and "all 1 job threads stuck" in line for line in lines), out
+    assert lines[-1] == f"unhealthy: {probe.pipeline.queue} stalled, 1 wedged worker(s)", out

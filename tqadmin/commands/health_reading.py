@@ -51,11 +51,12 @@ class Poll:
 def read(
     ctx: CommandContext, admin: BrokerAdmin, drains: DrainWindow, name_filter: str | None = None
 ) -> Poll:
-    """One poll; with ``name_filter``, only the queues whose name contains it, and the workers serving
-    them."""
+    """One poll of the work queues (not the dead-letter queues); with ``name_filter``, only those whose name
+    contains it, and the workers serving them."""
     listing = drains.apply(admin.list_queues())
     listed = work_queues(listing.queues, include_delay_queues=False)
-    queues = [q for q in listed if not name_filter or name_filter in q.name]
+    dead_letters = {q.dlq for q in listed}  # no work waits there: their age has its own alert
+    queues = [q for q in listed if q.name not in dead_letters and (not name_filter or name_filter in q.name)]
     failures: list[tuple[str, TqadminError]] = []
     records = worker_listing._own_workers(ctx, failures)
     foreign, unreadable = worker_listing._framework_workers(ctx, failures)
