@@ -27,7 +27,7 @@ from worker_harness import (  # noqa: F401 - the fixtures
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import plugin_for_url
-from tqadmin.store.recording import RECORD_EVERY_S, HistoryRecorder, history_name
+from tqadmin.reading.recording import RECORD_EVERY_S, HistoryRecorder, history_name
 
 TASKS = str(Path(__file__).with_name("health_tasks.py"))
 WINDOW_S = 4.0

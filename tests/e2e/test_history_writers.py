@@ -26,9 +26,9 @@ from worker_harness import REDIS_URL, Pipeline, SQLitePipeline, sqlite_pipeline_
 
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.exporter.polling import ProfilePoller
+from tqadmin.reading.recording import SPANS, HistoryReader
 from tqadmin.store import open_store
 from tqadmin.store.keys import heartbeat_keys
-from tqadmin.store.recording import SPANS, HistoryReader
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.tui.app import TqadminApp
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from tests.exporter.trouble import promtool
-from tqadmin.exporter.polling import Reading
+from tqadmin.exporter.polling import Served
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.pipeline.cron.status import CronStatus, ScheduleRow
 from tqadmin.plugin.models import QueueStats
@@ -41,7 +41,7 @@ def served_names() -> set[str]:
     queue = QueueStats(
         "q", 1, 1, 0, 1, 1.0, 1.0, 1.0, oldest_age_s=3.0, dlq="q.dlq", dlq_messages=1, delayed=0
     )
-    reading = Reading(
+    reading = Served(
         "p",
         queues=(queue,),
         tasks={"t": telemetry.read()[("q", "t")]},
@@ -53,13 +53,13 @@ def served_names() -> set[str]:
         duration_s=0.1,
     )
 
-    class Served(Collector):
+    class ServedOnce(Collector):
         def collect(self):  # type: ignore[no-untyped-def]
             return iter(
                 [*health_families([reading], time.time()), *reading_families([reading], fold([reading], 10))]
             )
 
-    text = generate_latest(Served()).decode()
+    text = generate_latest(ServedOnce()).decode()
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
 

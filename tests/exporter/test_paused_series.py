@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_series import scrape
 
-from tqadmin.exporter.polling import Reading
+from tqadmin.exporter.polling import Served
 from tqadmin.store.pauses import Pause, Target
 from tqadmin.telemetry import metric_names as names
 
@@ -16,7 +16,7 @@ def test_pauses_are_served_with_bounded_labels() -> None:
         Pause(Target("mail"), "smtp", "bob@h", 1100.0, None),
         Pause(Target(schedule="nightly"), "", "carol@h", 1200.0, None),  # a schedule's: not a queue series
     )
-    served = scrape([Reading("prod", queues=(), pauses=pauses)])
+    served = scrape([Served("prod", queues=(), pauses=pauses)])
     by_name = {(n, tuple(sorted(labels.items()))): v for n, labels, v in served if n.startswith(names.PAUSED)}
     charge = (("profile", "prod"), ("queue", "orders"), ("task_type", "charge"))
     mail = (("profile", "prod"), ("queue", "mail"), ("task_type", names.WHOLE_QUEUE))

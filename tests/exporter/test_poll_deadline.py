@@ -18,7 +18,7 @@ from tqadmin.errors import ConnectTimeout
 from tqadmin.exporter.polling import ProfilePoller
 from tqadmin.exporter.series import health_families
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.poll_deadline import PollDeadline
+from tqadmin.reading.deadline import PollDeadline
 from tqadmin.telemetry import metric_names as names
 
 INTERVAL_S = 1.0

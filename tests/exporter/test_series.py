@@ -10,7 +10,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from tqadmin.exporter.polling import Reading
+from tqadmin.exporter.polling import Served
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry import metric_names as names
@@ -23,7 +23,7 @@ Samples = list[tuple[str, dict[str, str], float]]
 
 
 class _Served(Collector):
-    def __init__(self, readings: list[Reading], max_queues: int) -> None:
+    def __init__(self, readings: list[Served], max_queues: int) -> None:
         self.readings, self.max_queues = readings, max_queues
 
     def collect(self):  # type: ignore[no-untyped-def]
@@ -35,7 +35,7 @@ class _Served(Collector):
         )
 
 
-def scrape(readings: list[Reading], max_queues: int = 2000) -> Samples:
+def scrape(readings: list[Served], max_queues: int = 2000) -> Samples:
     text = generate_latest(_Served(readings, max_queues)).decode()
     return [(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
 
@@ -54,7 +54,7 @@ def tasks(count: int) -> dict[str, TaskStats]:
 
 
 def test_a_thousand_queues_and_a_hundred_task_types_stay_within_bounded_label_sets() -> None:
-    reading = Reading(
+    reading = Served(
         "prod",
         queues=tuple(queue(f"q{i:04d}") for i in range(1000)),
         tasks=tasks(100),
@@ -76,7 +76,7 @@ def test_a_thousand_queues_and_a_hundred_task_types_stay_within_bounded_label_se
 
 
 def test_queues_past_the_cap_are_summed_as_other_in_name_order_and_counted() -> None:
-    reading = Reading(
+    reading = Served(
         "prod", queues=(queue("c", 3, oldest_age_s=9.0), queue("a", 1), queue("b", 2, oldest_age_s=4.0))
     )
     samples = scrape([reading], max_queues=1)
@@ -88,8 +88,8 @@ def test_queues_past_the_cap_are_summed_as_other_in_name_order_and_counted() -> 
 
 
 def test_the_cap_is_shared_by_every_profile_in_the_order_they_were_named() -> None:
-    first = Reading("a", queues=(queue("x"), queue("y")))
-    second = Reading("b", queues=(queue("z"),))
+    first = Served("a", queues=(queue("x"), queue("y")))
+    second = Served("b", queues=(queue("z"),))
     samples = scrape([first, second], max_queues=2)
     shown = {
         (labels["profile"], labels["queue"]) for name, labels, _ in samples if name == names.QUEUE_MESSAGES
@@ -99,14 +99,14 @@ def test_the_cap_is_shared_by_every_profile_in_the_order_they_were_named() -> No
 
 def test_a_figure_the_broker_does_not_give_is_absent_not_zero() -> None:
     sqs_like = QueueStats(name="q", messages=2, ready=2, unacked=0, consumers=None, oldest_age_s=None)
-    samples = scrape([Reading("aws", queues=(sqs_like,))])
+    samples = scrape([Served("aws", queues=(sqs_like,))])
     present = {name for name, labels, _ in samples if labels.get("queue") == "q"}
     assert names.QUEUE_MESSAGES in present
     assert names.QUEUE_CONSUMERS not in present and names.QUEUE_OLDEST_AGE not in present
 
 
 def test_a_profile_never_read_is_down_with_no_age_and_no_queue_series() -> None:
-    samples = scrape([Reading("down", errors=3)])
+    samples = scrape([Served("down", errors=3)])
     assert (names.UP, {"profile": "down"}, 0) in samples
     assert (names.POLL_ERRORS, {"profile": "down"}, 3) in samples
     assert not [s for s in samples if s[0] == names.POLL_AGE or "queue" in s[1]]
@@ -160,7 +160,7 @@ def test_departed_workers_fold_into_the_totals_after_the_return_window_or_past_t
 
 
 def test_other_frameworks_workers_are_counted_by_framework_and_state_beside_tqadmins() -> None:
-    reading = Reading(
+    reading = Served(
         "redis",
         queues=(),
         workers=Counter(live=2),
@@ -186,7 +186,7 @@ def test_other_frameworks_task_figures_are_served_under_their_framework_label() 
     own = tasks(1)
     celery = {"events.nap": TaskStats(done=4, failed=1, retried=1)}
     celery["events.nap"].run.record(0.25)
-    reading = Reading("rabbit", queues=(), tasks=own, framework_tasks={"celery": celery}, up=True)
+    reading = Served("rabbit", queues=(), tasks=own, framework_tasks={"celery": celery}, up=True)
     runs = {
         (labels["framework"], labels["task_type"]): value
         for name, labels, value in scrape([reading])
@@ -196,7 +196,7 @@ def test_other_frameworks_task_figures_are_served_under_their_framework_label() 
 
 
 def test_task_types_past_the_cap_are_summed_as_other_and_the_folded_ones_counted_with_the_workers() -> None:
-    reading = Reading("prod", queues=(), tasks={**tasks(5), UNKNOWN_TASK: TaskStats(dead_lettered=9)})
+    reading = Served("prod", queues=(), tasks={**tasks(5), UNKNOWN_TASK: TaskStats(dead_lettered=9)})
     reading = dataclasses.replace(reading, folded_task_types=4)  # what the workers folded themselves
     samples = scrape([reading], max_queues=3)
     runs = {labels["task_type"]: value for name, labels, value in samples if name == names.TASK_RUNS}
@@ -207,7 +207,7 @@ def test_task_types_past_the_cap_are_summed_as_other_and_the_folded_ones_counted
 
 def test_another_frameworks_task_names_past_its_listeners_cap_are_summed_as_other() -> None:
     celery = {f"app.t{n:03d}": TaskStats(done=1) for n in range(MAX_TASK_TYPES + 20)}
-    reading = Reading("rabbit", queues=(), framework_tasks={"celery": celery}, framework_folded={"celery": 7})
+    reading = Served("rabbit", queues=(), framework_tasks={"celery": celery}, framework_folded={"celery": 7})
     samples = scrape([reading])
     served = {labels["task_type"] for name, labels, _ in samples if name == names.TASK_RUNS}
     assert len(served) == MAX_TASK_TYPES + 1 and OTHER_TASKS in served
@@ -215,7 +215,7 @@ def test_another_frameworks_task_names_past_its_listeners_cap_are_summed_as_othe
 
 
 def test_drain_growth_and_the_dlq_age_are_served_where_known_and_folded_to_the_worst() -> None:
-    reading = Reading(
+    reading = Served(
         "prod",
         queues=(
             queue("a", drain_s=30.0, growing=False, dlq_oldest_age_s=600.0),
@@ -239,7 +239,7 @@ def test_drain_growth_and_the_dlq_age_are_served_where_known_and_folded_to_the_w
 
 
 def test_wedged_workers_are_counted_by_framework_with_no_per_worker_label() -> None:
-    reading = Reading(
+    reading = Served(
         "redis",
         queues=(),
         workers=Counter(live=3),

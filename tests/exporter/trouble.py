@@ -33,7 +33,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tqadmin.config import Overrides, Settings, resolve
-from tqadmin.exporter.polling import ProfilePoller, Reading
+from tqadmin.exporter.polling import ProfilePoller, Served
 from tqadmin.exporter.service import Exporter
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
@@ -149,7 +149,7 @@ def settings() -> Settings:
     return resolve(Overrides(profile=PROFILE))
 
 
-def scrape() -> tuple[list[Sample], Reading]:
+def scrape() -> tuple[list[Sample], Served]:
     """One real scrape of the exporter over the profile, folding past :data:`MAX_QUEUES`, and the reading
     it served."""
     poller = ProfilePoller(settings(), 60.0)

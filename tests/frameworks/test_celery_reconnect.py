@@ -19,7 +19,7 @@ from test_celery_workers import app_for, celery, celery_events_worker, managemen
 
 from tqadmin.errors import BrokerError
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.store.readers import Lazy
+from tqadmin.reading.lazy import Lazy
 
 pytestmark = pytest.mark.rabbitmq
 

@@ -29,6 +29,7 @@ from tqadmin_memory.admin import MemoryAdmin
 from tqadmin_memory.broker import MemoryBroker, Rates
 from tqadmin_memory.capabilities import CAPABILITIES
 
+from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.frameworks.celery_events import CeleryEvents
@@ -38,7 +39,8 @@ from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.store.recording import HistoryReader, HistoryRecorder
+from tqadmin.reading.reading import Part
+from tqadmin.reading.recording import HistoryReader, HistoryRecorder
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
@@ -387,7 +389,7 @@ def seeded_telemetry() -> StoreTelemetry:
             )
             store.beat(snapshot, TTL_S)
     clock.now = FROZEN_NOW
-    telemetry = StoreTelemetry(store.url, connect=lambda: store)
+    telemetry = StoreTelemetry(Settings(store_url=store.url), connect=lambda: store)
     weakref.finalize(telemetry, shutil.rmtree, directory, ignore_errors=True)  # gone with the app, or at exit
     return telemetry
 
@@ -428,11 +430,7 @@ def seeded_history(admin: SeededAdmin, telemetry: StoreTelemetry) -> HistoryRead
     """A day of history as dashboards would have recorded it on the frozen clock: every 5 minutes for 23
     hours, then every 10 s for the last hour but for eight minutes when nothing polled (a gap). Depths swing
     around the seeded queues' own; the task types' totals grow by the seeded workers' totals every hour."""
-    telemetry.read()
-    final: dict[str, TaskStats] = {}  # what the seeded workers did, by task type
-    for seen in telemetry.workers():
-        for name, stats in seen.tasks.items():
-            final.setdefault(name, TaskStats()).add(stats)
+    final = dict(telemetry.reader.read({Part.WORKERS}).tasks)  # what the seeded workers did, by task type
     directory = tempfile.mkdtemp(prefix="tq-history-")
     url = f"sqlite:///{Path(directory) / 'state.db'}"
     SQLiteStore(Path(directory) / "state.db").close()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tqadmin.cli import build_parser
+from tqadmin.reading.reading import Part
 from tqadmin.tui import TqadminApp
-from tqadmin.tui.sources import StoreCron, StoreTelemetry
 
 
 def test_the_app_takes_broker_profile_and_store_from_the_environment(
@@ -22,8 +22,9 @@ def test_the_app_takes_broker_profile_and_store_from_the_environment(
     assert app.settings.broker_url == "amqp://ops:pw@rabbit:5672/"
     assert app.settings.read_only
     assert "pw" not in app.poll_state.target
-    assert isinstance(app.telemetry_source, StoreTelemetry)
-    assert isinstance(app.cron_source, StoreCron)
+    assert (app.telemetry_source, app.cron_source) == (None, None)  # the read service's, from the store
+    assert app.sources.store_parts == {Part.WORKERS, Part.TELEMETRY, Part.CRON, Part.PAUSES}
+    assert app.reader.settings.store_url == "redis://store:6379/3"
 
 
 def test_ui_takes_a_refresh_interval_and_refuses_a_silly_one(capsys: pytest.CaptureFixture[str]) -> None:

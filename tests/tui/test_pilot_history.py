@@ -14,9 +14,9 @@ from tests.tui.seeded import until
 from tests.tui.seeding import SeededAdmin
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.file_access import Access
+from tqadmin.reading.recording import SPANS
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history
-from tqadmin.store.recording import SPANS
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.app import TqadminApp

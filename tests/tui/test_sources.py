@@ -1,4 +1,5 @@
-"""The dashboard's telemetry and cron sources read the real state store (SQLite here, Redis for cron)."""
+"""The dashboard's telemetry and cron panels from readings of the real state store (SQLite here, Redis for
+cron)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
+from tqadmin.reading.reader import ProfileReader
+from tqadmin.reading.reading import Part
 from tqadmin.store.factory import open_store
 from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
-from tqadmin.tui.sources import BOUNDS_S, StoreCron, StoreTelemetry, buckets
+from tqadmin.tui.sources import BOUNDS_S, StoreTelemetry, buckets, cron_view
 
 
 def test_worker_heartbeats_become_the_telemetry_panel_and_the_workers_screen(tmp_path: Path) -> None:
@@ -30,7 +34,7 @@ def test_worker_heartbeats_become_the_telemetry_panel_and_the_workers_screen(tmp
         store.beat(snapshot, ttl_s=30)
     finally:
         store.close()
-    view = StoreTelemetry(url).read()
+    view = StoreTelemetry(Settings(store_url=url)).read()
     (worker,) = view.workers
     assert (worker.id, worker.queue, worker.current_job, worker.alive) == ("w-1", "images", "job-7", True)
     (task_type,) = view.task_types
@@ -40,12 +44,12 @@ def test_worker_heartbeats_become_the_telemetry_panel_and_the_workers_screen(tmp
 
 
 def test_a_store_of_the_callers_own_clock_is_read_in_place_of_the_url(tmp_path: Path) -> None:
-    """``connect`` hands the source an open store (a test's, on a frozen clock): its ages are that clock's."""
+    """``connect`` hands the reader an open store (a test's, on a frozen clock): its ages are that clock's."""
     now = [1_780_000_000.0 - 90]
     store = SQLiteStore(tmp_path / "state.db", clock=lambda: now[0])
     store.beat(WorkerSnapshot("w-1", "host", 1, ("images",), now[0] - 60, now[0]), ttl_s=30)
     now[0] += 90
-    view = StoreTelemetry("sqlite:///nowhere/state.db", connect=lambda: store).read()
+    view = StoreTelemetry(Settings(store_url="sqlite:///nowhere/state.db"), connect=lambda: store).read()
     (worker,) = view.workers
     assert (worker.id, worker.heartbeat_age_s, worker.alive) == ("w-1", 90.0, False)
 
@@ -62,11 +66,14 @@ def test_histograms_are_regrouped_on_shared_bounds() -> None:
 
 def test_an_unreachable_store_is_an_error_the_panel_can_show() -> None:
     with pytest.raises(TqadminError):
-        StoreTelemetry("redis://127.0.0.1:1/0", timeout_s=0.5).read()
+        StoreTelemetry(Settings(store_url="redis://127.0.0.1:1/0", timeout_s=0.5)).read()
 
 
 @pytest.mark.redis
 def test_the_cron_source_reads_leader_and_token_from_redis(unique: str) -> None:
-    view = StoreCron("redis://127.0.0.1:6379/0", namespace=f"tui{unique}").read()
+    reader = ProfileReader(Settings(store_url="redis://127.0.0.1:6379/0"), cron_namespace=f"tui{unique}")
+    reading = reader.read({Part.CRON})
+    reader.close()
+    view = cron_view(reading.cron)
     assert view.leader is None
     assert view.schedules == ()

@@ -1,13 +1,18 @@
 """The architecture as a test: the floors, and which layers may load Textual or a driver.
 
-The floors (the project's design, "Floors"), from the ground up; a module imports only from its own floor and
-those below it:
+The floors (the project's design, "Floors"; drawn in docs/architecture.md, which a test below keeps equal to
+this table, and ``python tests/unit/test_layering.py`` prints), from the ground up:
 
-    errors, masking, backoff
+    errors, masking, backoff and the leaves that import nothing of ours
     -> the plugin contract, telemetry, audit, logs and the small files beside them (sqlite_file...)
     -> store, config, frameworks
-    -> pipeline, admin and the broker plugins: one floor of islands, none importing another
-    -> tui -> demo -> commands -> cli
+    -> pipeline, admin, alerting and the broker plugins: one floor of islands, none importing another
+    -> reading (the one read service: a profile's reading for every face)
+    -> tui -> demo -> commands and the exporter -> cli
+
+A module imports from its own room (its entry of ``FLOORS``) and from the floors below. An import across its
+own floor, into another room of it, must be declared in ``SAME_FLOOR`` with its reason: one undeclared is how
+a loop begins (a store/config loop would otherwise pass).
 
 Read from the source (AST), not from ``sys.modules``: every import statement counts, those inside functions
 (lazy imports) and under ``if TYPE_CHECKING:`` too. A type-only import still ties the importer's meaning to a
@@ -46,8 +51,21 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ("tqadmin_memory", "tqadmin_rabbitmq", "tqadmin_redis", "tqadmin_sqlite", "tqadmin_sqs")
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "errors, masking, backoff",
-        ("tqadmin", "tqadmin.errors", "tqadmin.masking", "tqadmin.backoff", "tqadmin.poll_deadline"),
+        "errors, masking, backoff and the leaves",
+        (
+            "tqadmin",
+            "tqadmin.errors",
+            "tqadmin.masking",
+            "tqadmin.backoff",
+            # Leaves every floor shares, importing nothing of ours: the finite-number check, plain tables,
+            # private folders, the file-access and read-only SQLite checks, the URL prefix rule.
+            "tqadmin.finite",
+            "tqadmin.tables",
+            "tqadmin.private",
+            "tqadmin.file_access",
+            "tqadmin.sqlite_readonly",
+            "tqadmin.prefixes",
+        ),
     ),
     (
         "plugin contract, telemetry, audit, logs, sqlite_file",
@@ -57,33 +75,41 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tqadmin.audit",
             "tqadmin.logs",
             "tqadmin.sqlite_file",
-            "tqadmin.sqlite_readonly",
-            "tqadmin.file_access",
-            # Small files every upper floor shares: the Redis plumbing (client, scripts, errors) of the store
-            # and the Redis plugin, private files and folders, the URL prefix rule, plain text tables, the
-            # finite-number check.
+            # The Redis plumbing (client, scripts, errors) of the store and the Redis plugin; a private file
+            # written whole.
             "tqadmin.redis_client",
-            "tqadmin.private",
             "tqadmin.private_file",
-            "tqadmin.prefixes",
-            "tqadmin.tables",
-            "tqadmin.finite",
         ),
     ),
+    ("store, config, frameworks", ("tqadmin.store", "tqadmin.config", "tqadmin.frameworks")),
+    # Alerting judges what the read side shows (DESIGN: verdicts are computed beside admin/, once), so it sits
+    # with the admin actions, above the config whose thresholds it reads, below the dashboard that paints it.
     (
-        "store, config, frameworks, alerting",
-        ("tqadmin.store", "tqadmin.config", "tqadmin.frameworks", "tqadmin.alerting"),
+        "pipeline, admin, alerting, plugins",
+        ("tqadmin.pipeline", "tqadmin.admin", "tqadmin.alerting", *PLUGINS),
     ),
-    ("pipeline, admin, plugins", ("tqadmin.pipeline", "tqadmin.admin", *PLUGINS)),
-    ("tui, exporter", ("tqadmin.tui", "tqadmin.exporter")),
+    # The one read service: a profile's broker, store and cron read once for every face above it.
+    ("reading", ("tqadmin.reading",)),
+    ("tui", ("tqadmin.tui",)),
     ("demo", ("tqadmin.demo",)),
-    ("commands", ("tqadmin.commands",)),
+    # DESIGN: "an exporter sits with the commands": a face of its own, started by a command.
+    ("commands, exporter", ("tqadmin.commands", "tqadmin.exporter")),
     ("cli", ("tqadmin.cli",)),
 )
-# One floor, separate islands: the pipeline and the admin actions are two users of the contract, and a plugin
-# is found through its entry point, never imported by another (nor by the pipeline or the admin actions).
-# The dashboard and the exporter are two readers of the same floors below, on one floor of their own.
-ISLANDS = ("tqadmin.pipeline", "tqadmin.admin", *PLUGINS, "tqadmin.tui", "tqadmin.exporter")
+# Every entry of FLOORS is a room: it imports its own modules and anything on a floor below. An import across
+# the floor, from one room into another on the same floor, is refused unless it is declared here, importer
+# first, with the reason it does not make a loop (the other way round stays refused). The pipeline, the admin
+# actions, alerting and the plugins declare none: they are islands, and a plugin is found through its entry
+# point, never imported by another.
+SAME_FLOOR: dict[tuple[str, str], str] = {
+    ("tqadmin.plugin", "tqadmin.telemetry"): (
+        "other frameworks' workers (plugin.workers) carry their task counts as telemetry's TaskStats, the"
+        " value every face merges; telemetry knows nothing of plugins"
+    ),
+    ("tqadmin.commands", "tqadmin.exporter"): (
+        "tqadmin exporter and tqadmin demo start the exporter; the exporter is a face that imports no command"
+    ),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -117,10 +143,6 @@ def _place(module: str) -> str | None:
 def floor_of(module: str) -> int | None:
     place = _place(module)
     return next((i for i, (_, names) in enumerate(FLOORS) if place in names), None)
-
-
-def _island(module: str) -> str | None:
-    return next((i for i in ISLANDS if module == i or module.startswith(f"{i}.")), None)
 
 
 def _ours(module: str) -> bool:
@@ -160,8 +182,9 @@ def _describe(module: str) -> str:
 
 
 def wrong_imports(module: str) -> Iterator[str]:
-    """Each import of ``module`` that goes up a floor or across to another island, as a sentence."""
-    floor, island = floor_of(module), _island(module)
+    """Each import of ``module`` that goes up a floor, or across its floor into another room without a line in
+    ``SAME_FLOOR``, as a sentence."""
+    floor, place = floor_of(module), _place(module)
     assert floor is not None, f"{module} sits on no floor: place it in FLOORS"
     for name in sorted(imported_by(module)):
         other = floor_of(name)
@@ -169,10 +192,10 @@ def wrong_imports(module: str) -> Iterator[str]:
             yield f"{_describe(module)} imports {name}, which sits on no floor: place it in FLOORS"
         elif other > floor:
             yield f"{_describe(module)} imports {_describe(name)}, a floor above its own"
-        elif island is not None and other == floor and _island(name) not in (None, island):
+        elif other == floor and _place(name) != place and (place, _place(name)) not in SAME_FLOOR:
             yield (
-                f"{_describe(module)} imports {name}, across the floor: {island} and {_island(name)} must"
-                " not import each other"
+                f"{_describe(module)} imports {name}, across its floor: {place} -> {_place(name)} is not"
+                " declared in SAME_FLOOR (declare it with the reason it makes no loop, or move one of them)"
             )
 
 
@@ -181,6 +204,40 @@ def test_every_module_sits_on_a_floor() -> None:
     assert [n for _, names in FLOORS for n in names if n not in SOURCES] == [], "FLOORS names a module gone"
     plugins = sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "__init__.py").exists())
     assert plugins == list(PLUGINS), "place a new plugin in PLUGINS"
+
+
+def test_every_declared_same_floor_import_is_across_one_floor_and_still_made() -> None:
+    made = {(_place(m), _place(n)) for m in MODULES for n in imported_by(m)}
+    for (importer, imported), reason in SAME_FLOOR.items():
+        pair = f"{importer} -> {imported}"
+        assert floor_of(importer) == floor_of(imported) is not None, f"{pair}: not on one floor"
+        assert (imported, importer) not in SAME_FLOOR, f"{pair}: declared both ways, a loop"
+        assert (importer, imported) in made, f"{pair} is made no more: drop it from SAME_FLOOR"
+        assert reason.strip(), f"{pair}: say why it makes no loop"
+
+
+def _short(place: str) -> str:
+    return "tqadmin (root)" if place == "tqadmin" else place.removeprefix("tqadmin.")
+
+
+def floors_picture() -> str:
+    """The floors as docs/architecture.md draws them, top floor first: each floor's rooms, then its declared
+    imports across it (``─▶``)."""
+    lines = []
+    for number in reversed(range(len(FLOORS))):
+        lines.append(f"{number}  " + " · ".join(_short(place) for place in FLOORS[number][1]))
+        lines.extend(
+            f"     {_short(importer)} ─▶ {_short(imported)}"
+            for importer, imported in SAME_FLOOR
+            if floor_of(importer) == number
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_docs_architecture_draws_the_floors_of_this_table() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("<!-- floors: python tests/unit/test_layering.py -->\n```\n", 1)[-1].split("```", 1)[0]
+    assert block == floors_picture(), "docs/architecture.md's floors differ from FLOORS:\n" + floors_picture()
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -210,6 +267,7 @@ DRIVER_FREE = (
     "tqadmin.pipeline",
     "tqadmin.telemetry",
     "tqadmin.admin",
+    "tqadmin.reading",
     "tqadmin.commands",
     "tqadmin.tui",
 )
@@ -298,3 +356,7 @@ def test_the_framework_readers_sit_below_the_admin_layer_and_never_unpickle(modu
     higher = {n for n in imported_by(module) if not n.startswith(FRAMEWORKS_MAY_IMPORT)}
     assert higher == set(), f"{module} imports a layer above it"
     assert loaded_after_import(module, DESERIALISERS) == [], f"{module} loads a deserialiser"
+
+
+if __name__ == "__main__":
+    print(floors_picture(), end="")

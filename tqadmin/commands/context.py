@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from tqadmin.admin.records import record_action
 from tqadmin.admin.reports import describe_report
@@ -16,6 +16,8 @@ from tqadmin.finite import finite_json
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.reading.reader import ProfileReader, ReaderOptions
+from tqadmin.reading.reading import Part, ProfileReading
 
 
 @dataclass(slots=True)
@@ -32,6 +34,23 @@ class CommandContext:
     def admin(self) -> BrokerAdmin:
         """Connect the admin face of the configured broker."""
         return self.plugin().admin(self.broker_config())
+
+    def read(
+        self, parts: Iterable[Part], needed: Part | None = None, **options: Unpack[ReaderOptions]
+    ) -> ProfileReading:
+        """One reading of ``parts`` of the profile (:mod:`tqadmin.reading`), its connections closed after.
+        When the ``needed`` part could not be read its error is raised (the command's exit code); on a fresh
+        machine the note saying where the embedded file will be goes to stderr."""
+        reader = ProfileReader(self.settings, **options)
+        try:
+            reading = reader.read(parts)
+        finally:
+            reader.close()
+        if needed is not None:
+            reading.raise_for(needed)
+        if reading.note is not None:
+            self.progress(reading.note)
+        return reading
 
     def emit(self, document: dict[str, Any], human: Callable[[], str]) -> None:
         """Print ``document`` as JSON with ``--json``, otherwise the human rendering. The JSON is always

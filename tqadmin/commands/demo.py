@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         progress=lambda text: ctx.progress(f"demo: {text}"),
         cron=cron,
     )
-    from tqadmin.demo.metrics import serve_metrics
+    from tqadmin.exporter.beside import serve_metrics
 
     with serve_metrics(settings, cron_namespace(layout), lambda text: ctx.progress(f"demo: {text}")) as url:
         if app_class is None:
@@ -152,17 +152,18 @@ def _on_the_dashboard(
 ) -> Summary:
     from tqadmin.demo.dashboard import run_with_dashboard
     from tqadmin.demo.focus import focused_factory
-    from tqadmin.tui.connect import connect_admin
-    from tqadmin.tui.sources import StoreCron
+    from tqadmin.reading.connect import connect_admin
 
     telemetry = wiring.dashboard_telemetry() if wiring.dashboard_telemetry else None
     admin_factory = focused_factory(connect_admin, demo.layout)
-    schedules = StoreCron(settings.store_url, settings.timeout_s, cron_namespace(demo.layout))
     with stop_on_signals(demo):
         return run_with_dashboard(
             demo,
             lambda: app_class(
-                settings=settings, telemetry=telemetry, admin_factory=admin_factory, cron=schedules
+                settings=settings,
+                telemetry=telemetry,
+                admin_factory=admin_factory,
+                cron_namespace=cron_namespace(demo.layout),
             ),
             args.duration,
         )

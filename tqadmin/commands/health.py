@@ -1,11 +1,12 @@
 """`tqadmin health`: each queue's verdict and the wedged workers, for a cron job or a Kubernetes probe.
 
-A stall only shows over time (work waiting throughout a window, nothing completing), so the command judges
-each queue over the window (``--window``, else the profile's ``stall_after_s``, 60 s): from the profile's
-recorded history when it covers the window, otherwise by watching for the window, polling the queues and
-the workers a few times a window (:mod:`tqadmin.commands.health_reading`, docs/health.md). It exits 0 when
-every queue is ok, idle or paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or
-degraded or a worker is wedged, and 5 when a source could not be read (and nothing is unhealthy).
+A stall only shows over time (work waiting throughout a window, nothing completing), so each queue is judged
+over the window (``--window``, else the profile's ``stall_after_s``, 60 s) by the read service's verdict
+judge (:mod:`tqadmin.reading.verdicts`, the dashboard's and the exporter's too): from the profile's recorded
+history when it covers the window (:mod:`tqadmin.commands.health_reading`), otherwise by watching for the
+window, a few readings a window. It exits 0 when every queue is ok, idle or paused, 7
+(:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged, and 5
+when a source could not be read (and nothing is unhealthy).
 """
 
 from __future__ import annotations
@@ -13,25 +14,28 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
-from tqadmin.commands.health_reading import Poll, from_history, observations, read
-from tqadmin.errors import ExitCode, NoDatabase, UsageError
-from tqadmin.frameworks.wedged import judge_foreign
-from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.drain import DrainWindow
+from tqadmin.commands.health_reading import from_history
+from tqadmin.errors import ExitCode, UsageError
+from tqadmin.frameworks.progress import serves
+from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store.pauses import of_queue
+from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.reader import ProfileReader
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.reading.verdicts import VerdictJudge, judged_queues, verdicts_of
+from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import printable, table
-from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, QueueWatch, VerdictPolicy
-from tqadmin.telemetry.wedged import judge_all
+from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, VerdictPolicy
 
 POLLS_PER_WINDOW = 8
 """Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
 LONGEST_POLL_S = 5.0
+WATCHED = frozenset({Part.QUEUES, Part.WORKERS, Part.FRAMEWORKS, Part.PAUSES})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -55,68 +59,74 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     window_s = float(args.window_s) if args.window_s is not None else ctx.settings.stall_after_s
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
+    policy = VerdictPolicy(window_s)
+    reader = ProfileReader(ctx.settings, judges=[VerdictJudge(policy)])
     try:
-        with ctx.admin() as admin:
-            poll, verdicts = Judging(ctx, admin, VerdictPolicy(window_s), args.name_filter).verdicts()
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        poll, verdicts = Poll(), {}
-    return _report(ctx, poll, verdicts, window_s)
+        reading, verdicts = _judged(ctx, reader, policy, args.name_filter)
+    finally:
+        reader.close()
+    if reading.note is not None:
+        ctx.progress(reading.note)
+    return _report(ctx, reading, verdicts, window_s, args.name_filter)
 
 
-@dataclass(slots=True)
-class Judging:
-    """One run's judging: from the history when it covers the window, else by watching the window."""
-
-    ctx: CommandContext
-    admin: BrokerAdmin
-    policy: VerdictPolicy
-    name_filter: str | None
-
-    def verdicts(self) -> tuple[Poll, dict[str, QueueVerdict]]:
-        drains = DrainWindow(self.policy.window_s)
-        first_at = time.time()
-        poll = read(self.ctx, self.admin, drains, self.name_filter)
-        known = from_history(self.ctx, poll, first_at, self.policy)
-        if known is not None:
-            return poll, known
-        window_s = self.policy.window_s
-        self.ctx.progress(
-            f"tqadmin: no recorded history covers the window: watching the queues for {window_s:g} s"
-        )
-        watch = QueueWatch(self.policy)
-        verdicts = watch.observe(observations(poll, first_at))
-        poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
-        while (at := time.time()) - first_at < window_s:
-            time.sleep(max(min(poll_s, first_at + window_s - at), 0.0))
-            at = time.time()
-            poll = read(self.ctx, self.admin, drains, self.name_filter)
-            verdicts = watch.observe(observations(poll, at))
-        return poll, verdicts
+def _judged(
+    ctx: CommandContext, reader: ProfileReader, policy: VerdictPolicy, name_filter: str | None
+) -> tuple[ProfileReading, Mapping[str, QueueVerdict]]:
+    """The last reading and the verdicts: from the history when it covers the window, else watched."""
+    first = reader.read(WATCHED)
+    first.raise_for(Part.QUEUES)
+    known = from_history(ctx.settings, first, _queues(first, name_filter), policy)
+    if known is not None:
+        return first, known
+    window_s = policy.window_s
+    ctx.progress(f"tqadmin: no recorded history covers the window: watching the queues for {window_s:g} s")
+    reading, poll_s = first, min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
+    while reading.at_s - first.at_s < window_s:
+        time.sleep(max(min(poll_s, first.at_s + window_s - time.time()), 0.0))
+        reading = reader.read(WATCHED)
+        reading.raise_for(Part.QUEUES)
+    return reading, verdicts_of(reading)
 
 
-def _report(ctx: CommandContext, poll: Poll, verdicts: dict[str, QueueVerdict], window_s: float) -> int:
-    queues = [_queue_json(q, verdicts.get(q.name), poll) for q in poll.queues]
+def _queues(reading: ProfileReading, name_filter: str | None) -> list[QueueStats]:
+    listed = judged_queues(reading.listing.queues if reading.listing else ())
+    return [q for q in listed if not name_filter or name_filter in q.name]
+
+
+def _report(
+    ctx: CommandContext,
+    reading: ProfileReading,
+    verdicts: Mapping[str, QueueVerdict],
+    window_s: float,
+    name_filter: str | None,
+) -> int:
+    shown = _queues(reading, name_filter)
+    standing = reading.pauses.standing if reading.pauses else ()
+    queues = [_queue_json(q, verdicts.get(q.name), standing) for q in shown]
     queues.sort(key=lambda q: (VERDICTS.index(q["verdict"]), q["name"]))
-    workers = _workers_json(ctx, poll)
+    workers = _workers_json(reading, {q.name for q in shown} if name_filter else None)
+    foreign = reading.frameworks or WorkerReading()
+    unreadable = [f"{part}: {unread.why}" for part, unread in reading.unread.items()]
+    unreadable += [mask_text(what) for what in foreign.unreadable]
     document: dict[str, Any] = {
         "window_s": window_s,
         "queues": queues,
         "workers": workers,
-        "unreadable": poll.unreadable,
+        "unreadable": unreadable,
     }
     ctx.emit(document, lambda: describe(queues, workers))
-    for what in poll.unreadable:
+    for what in unreadable:
         ctx.progress(f"tqadmin: warning: not read: {what}")
     if any(q["verdict"] in UNHEALTHY for q in queues) or any(w["wedged"] for w in workers):
         return int(ExitCode.UNHEALTHY)
-    return int(ExitCode.PARTIAL if poll.unreadable else ExitCode.OK)
+    return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 
-def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> dict[str, Any]:
+def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, standing: Sequence[Pause]) -> dict[str, Any]:
     verdict = verdict or QueueVerdict("unknown", "not seen in the window")
     reason = verdict.reason
-    types = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is not None]
+    types = [p for p in of_queue(standing, queue.name) if p.target.task_type is not None]
     if types and verdict.verdict != "paused":
         reason += "; paused task types: " + ", ".join(sorted({p.target.task_type or "" for p in types}))
     return {
@@ -137,15 +147,20 @@ def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> 
     }
 
 
-def _workers_json(ctx: CommandContext, poll: Poll) -> list[dict[str, Any]]:
-    """Every worker as ``tqadmin workers --json`` lists it, with its wedged verdict."""
-    policy, now = ctx.settings.wedged, time.time()
-    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in poll.records], policy)
-    own = [worker_listing.own_worker(r, v) for r, v in zip(poll.records, verdicts, strict=True)]
-    tasks = poll.foreign.tasks
+def _workers_json(reading: ProfileReading, names: set[str] | None) -> list[dict[str, Any]]:
+    """Every worker as ``tqadmin workers --json`` lists it, with the reader's wedged verdict; with
+    ``names``, those serving one of these queues."""
+    records = reading.workers or ()
+    own = [
+        worker_listing.own_worker(r, v)
+        for r, v in zip(records, reading.verdicts, strict=True)
+        if names is None or names.intersection(r.snapshot.queues)
+    ]
+    foreign = reading.frameworks or WorkerReading()
     return own + [
-        worker_listing.foreign_json(w, judge_foreign(w, policy, now, tasks.get(w.framework)))
-        for w in poll.foreign.workers
+        worker_listing.foreign_json(w, v)
+        for w, v in zip(foreign.workers, reading.framework_verdicts, strict=True)
+        if names is None or any(serves(w, n) for n in names)
     ]
 
 

@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NoDatabase, TqadminError
 from tqadmin.finite import finite
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import DrainWindow, drain_text
+from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import QueueListing, QueueStats
-from tqadmin.store.pauses import Pause, of_queue, read_standing
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import printable, table
 
 
@@ -38,16 +38,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    try:
-        with ctx.admin() as admin:
-            listing = DrainWindow().apply(admin.list_queues())
-            unavailable = dict(admin.capabilities.unavailable)
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        listing, unavailable = QueueListing(()), {}
+    reading = ctx.read({Part.QUEUES, Part.PAUSES}, needed=Part.QUEUES)
+    listing = reading.listing or QueueListing(())
+    unavailable = dict(reading.capabilities.unavailable) if reading.capabilities else {}
     listed = work_queues(listing.queues, include_delay_queues=args.all_queues)
     queues = [q for q in listed if not args.name_filter or args.name_filter in q.name]
-    now, pauses = _pauses(ctx)
+    now, pauses = _pauses(ctx, reading)
     document = {
         "queues": [{**q.to_json(), "paused": _paused_json(pauses, q.name, now)} for q in queues],
         "alarms": [{"node": a.node, "kind": a.kind, "detail": a.detail} for a in listing.alarms],
@@ -58,14 +54,14 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return 0
 
 
-def _pauses(ctx: CommandContext) -> tuple[float, list[Pause] | None]:
+def _pauses(ctx: CommandContext, reading: ProfileReading) -> tuple[float, list[Pause] | None]:
     """The pauses standing in the profile's store; ``None`` (each queue's ``paused`` null, a warning on
     stderr) when the store cannot be read: the queues are still listed."""
-    try:
-        return read_standing(ctx.settings.store_url, ctx.settings.timeout_s)
-    except TqadminError as exc:
-        ctx.progress(f"tqadmin: warning: the pauses could not be read: {exc}")
+    if reading.pauses is None:
+        why = reading.unread[Part.PAUSES].why
+        ctx.progress(f"tqadmin: warning: the pauses could not be read: {why}")
         return 0.0, None
+    return reading.pauses.now_s, list(reading.pauses.standing)
 
 
 def _paused_json(pauses: list[Pause] | None, queue: str, now: float) -> list[dict[str, Any]] | None:

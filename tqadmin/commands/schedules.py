@@ -9,11 +9,9 @@ from pathlib import Path
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
-from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
-from tqadmin.pipeline.cron.status import CronStatus, iso, read_status, schedule_rows
-from tqadmin.store.lease import open_cron_store
+from tqadmin.pipeline.cron.status import CronStatus, iso, schedule_rows
+from tqadmin.reading.reading import Part
 from tqadmin.tables import table
 
 
@@ -30,18 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
-    try:
-        store = open_cron_store(
-            ctx.settings.store_url, args.namespace, ctx.settings.timeout_s, access=Access.READ
-        )
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        status = before_any_cron(file_schedules)
-    else:
-        try:
-            status = read_status(store, file_schedules)
-        finally:
-            store.close()
+    reading = ctx.read({Part.CRON}, needed=Part.CRON, cron_namespace=args.namespace, schedules=file_schedules)
+    status = reading.cron or before_any_cron(file_schedules)
     ctx.emit(status.to_json(), lambda: render(status))
     return 0
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, NoDatabase, TqadminError, UsageError
-from tqadmin.file_access import Access
-from tqadmin.masking import mask_text
-from tqadmin.store import open_store
+from tqadmin.errors import ExitCode, UsageError
+from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.reading import Part
 from tqadmin.tables import table
-from tqadmin.telemetry.snapshot import WorkerHistory
 from tqadmin.telemetry.window import WindowStats, figures_json, window_stats
 
 DEFAULT_WINDOW_S = 60.0
@@ -33,20 +30,17 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     window_s = float(args.window_s)
     if window_s <= 0:
         raise UsageError("--window must be a positive number of seconds")
-    now_s, histories = time.time(), list[WorkerHistory]()
-    try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-    else:
-        try:
-            now_s, histories = store.history(window_s)
-        finally:
-            store.close()
-    stats = window_stats(now_s, window_s, histories)
+    # Other frameworks' tasks where the profile listens to their events (``celery_events``): what the events
+    # said while this command listened (one heartbeat interval). A long-lived reader (the dashboard, the
+    # exporter) keeps them; a one-shot command sees a moment.
+    parts = {Part.TELEMETRY, *([Part.FRAMEWORKS] if ctx.settings.celery_events else [])}
+    reading = ctx.read(parts, needed=Part.TELEMETRY, window_s=window_s)
+    stats = reading.telemetry or window_stats(reading.at_s, window_s, [])
     document = stats.to_json()
-    unreadable: list[str] = []
-    frameworks = _framework_tasks(ctx, unreadable)
+    unreadable = [
+        f"other frameworks' tasks: {u.why}" for p, u in reading.unread.items() if p is Part.FRAMEWORKS
+    ]
+    frameworks = _framework_tasks(reading.frameworks)
     if frameworks:
         document["frameworks"] = frameworks
     if unreadable:
@@ -57,17 +51,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 
-def _framework_tasks(ctx: CommandContext, unreadable: list[str]) -> dict[str, Any]:
-    """Other frameworks' task figures where the profile listens to their events (``celery_events``): what
-    the events said while this command listened (one heartbeat interval), in the same shape as tqadmin's.
-    A long-lived reader (the dashboard, the exporter) keeps them; a one-shot command sees a moment."""
-    if not ctx.settings.celery_events or not ctx.plugin().capabilities.worker_registries:
-        return {}
-    try:
-        with ctx.admin() as admin:
-            reading = admin.framework_workers()
-    except TqadminError as exc:
-        unreadable.append(f"other frameworks' tasks: {mask_text(str(exc))}")
+def _framework_tasks(reading: WorkerReading | None) -> dict[str, Any]:
+    """Other frameworks' task figures, in the same shape as tqadmin's."""
+    if reading is None:
         return {}
     return {
         framework: {

@@ -9,22 +9,19 @@ naming what is missing (docs/interface.md, exit codes).
 from __future__ import annotations
 
 import argparse
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, NoDatabase, TqadminError
-from tqadmin.file_access import Access
+from tqadmin.errors import ExitCode
 from tqadmin.frameworks.summary import TQADMIN
-from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
-from tqadmin.store import open_store
+from tqadmin.reading.reading import Part
 from tqadmin.store.base import WorkerRecord
 from tqadmin.tables import table
 from tqadmin.telemetry.progress import progress_json
-from tqadmin.telemetry.wedged import Verdict, judge_all
+from tqadmin.telemetry.wedged import Verdict
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,60 +29,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    failures: list[tuple[str, TqadminError]] = []
-    records = _own_workers(ctx, failures)
-    reading, unreadable = _framework_workers(ctx, failures)
-    sources = 1 + bool(ctx.plugin().capabilities.worker_registries)
-    if len(failures) == sources:  # nothing could be read: the first failure's own exit code (3, 4)
-        raise failures[0][1]
-    unreadable = [f"{what}: {mask_text(str(exc))}" for what, exc in failures] + unreadable
-    policy, now = ctx.settings.wedged, time.time()
-    verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], policy)
+    reading = ctx.read({Part.WORKERS, Part.FRAMEWORKS})
+    registries = ctx.plugin().capabilities.worker_registries
+    sources = {Part.WORKERS: f"{TQADMIN} workers", Part.FRAMEWORKS: f"{', '.join(registries)} workers"}
+    failed = [part for part in sources if part in reading.unread]
+    if len(failed) == 1 + bool(registries):  # nothing could be read: the first failure's own exit code
+        reading.raise_for(failed[0])
+    others = reading.frameworks or WorkerReading()
+    unreadable = [f"{sources[part]}: {reading.unread[part].why}" for part in failed]
+    unreadable += [mask_text(what) for what in others.unreadable]
+    records, verdicts = reading.workers or (), reading.verdicts
     own = [own_worker(record, verdict) for record, verdict in zip(records, verdicts, strict=True)]
-    tasks = reading.tasks
     workers = own + [
-        foreign_json(w, judge_foreign(w, policy, now, tasks.get(w.framework))) for w in reading.workers
+        foreign_json(w, verdict)
+        for w, verdict in zip(others.workers, reading.framework_verdicts, strict=True)
     ]
     document = {"workers": workers, "unreadable": unreadable}
     ctx.emit(document, lambda: describe(workers))
     for what in unreadable:
         ctx.progress(f"tqadmin: warning: workers not listed: {what}")
     return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
-
-
-def _own_workers(ctx: CommandContext, failures: list[tuple[str, TqadminError]]) -> list[WorkerRecord]:
-    """tqadmin's workers from the state store; none on a fresh machine (said on stderr)."""
-    try:
-        store = open_store(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        return []
-    except TqadminError as exc:
-        failures.append((f"{TQADMIN} workers", exc))
-        return []
-    try:
-        return store.workers()
-    except TqadminError as exc:
-        failures.append((f"{TQADMIN} workers", exc))
-        return []
-    finally:
-        store.close()
-
-
-def _framework_workers(
-    ctx: CommandContext, failures: list[tuple[str, TqadminError]]
-) -> tuple[WorkerReading, list[str]]:
-    """Other frameworks' workers from the broker, and the registries there that could not be read."""
-    registries = ctx.plugin().capabilities.worker_registries
-    if not registries:
-        return WorkerReading(), []
-    try:
-        with ctx.admin() as admin:
-            reading = admin.framework_workers()
-    except TqadminError as exc:
-        failures.append((f"{', '.join(registries)} workers", exc))
-        return WorkerReading(), []
-    return reading, [mask_text(what) for what in reading.unreadable]
 
 
 def own_worker(record: WorkerRecord, verdict: Verdict) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.samples import Sample
 
 from tqadmin.alerting.conditions import queue_contexts
-from tqadmin.exporter.polling import Reading
+from tqadmin.exporter.polling import Served
 from tqadmin.finite import finite
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry import metric_names as names
@@ -79,7 +79,7 @@ class Folded:
     folded_tasks: dict[str, int]
 
 
-def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
+def fold(readings: Sequence[Served], max_queues: int) -> dict[str, Folded]:
     """Each profile's queues and task types within the cap (shared by every profile, in order)."""
     queue_room = task_room = max_queues
     folded: dict[str, Folded] = {}
@@ -99,7 +99,7 @@ def fold(readings: Sequence[Reading], max_queues: int) -> dict[str, Folded]:
     return folded
 
 
-def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+def reading_families(readings: Sequence[Served], folded: dict[str, Folded]) -> list[Metric]:
     """Everything that changes only when a profile is polled (encoded once per poll)."""
     return [
         *_folded(readings, folded),
@@ -126,7 +126,7 @@ def reading_families(readings: Sequence[Reading], folded: dict[str, Folded]) -> 
     ]
 
 
-def health_families(readings: Sequence[Reading], now_s: float) -> list[Metric]:
+def health_families(readings: Sequence[Served], now_s: float) -> list[Metric]:
     """Whether each profile is up and how old its values are, as of the scrape."""
     up = GaugeMetricFamily(names.UP, "1 when the last poll of every part succeeded.", labels=["profile"])
     age = GaugeMetricFamily(names.POLL_AGE, "Age of the values served, seconds.", labels=["profile"])
@@ -145,7 +145,7 @@ def health_families(readings: Sequence[Reading], now_s: float) -> list[Metric]:
     return [up, age, duration, errors]
 
 
-def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+def _folded(readings: Sequence[Served], folded: dict[str, Folded]) -> list[Metric]:
     family = GaugeMetricFamily(
         names.QUEUES_FOLDED,
         f'Queues past --max-queues, summed into queue="{names.OTHER_QUEUES}" ({names.FOLDED}="true").',
@@ -164,7 +164,7 @@ def _folded(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
     return [family, tasks]
 
 
-def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+def _queues(readings: Sequence[Served], folded: dict[str, Folded]) -> list[Metric]:
     result: list[Metric] = []
     for name, help_text, figure, combine in QUEUE_FIGURES:
         family = GaugeMetricFamily(name, help_text, labels=["profile", "queue"])
@@ -182,7 +182,7 @@ def _queues(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metr
     return [*result, *_queue_contexts(readings, folded)]
 
 
-def _queue_contexts(readings: Sequence[Reading], folded: dict[str, Folded]) -> list[Metric]:
+def _queue_contexts(readings: Sequence[Served], folded: dict[str, Folded]) -> list[Metric]:
     """What the alert rules need beside a queue's figures: which queues are dead-letter queues (no consumer
     is expected there) and the workers of each queue by state (all dead is an alert)."""
     dead_letter_queue = GaugeMetricFamily(
@@ -205,7 +205,7 @@ def _queue_contexts(readings: Sequence[Reading], folded: dict[str, Folded]) -> l
     return [dead_letter_queue, workers]
 
 
-def _workers(readings: Sequence[Reading]) -> list[Metric]:
+def _workers(readings: Sequence[Served]) -> list[Metric]:
     family = GaugeMetricFamily(
         names.WORKERS,
         "Workers by framework and state (live, dead; unknown: a Celery worker seen without task events).",
@@ -231,7 +231,7 @@ def _workers(readings: Sequence[Reading]) -> list[Metric]:
     return [family, wedged]
 
 
-def _pauses(readings: Sequence[Reading]) -> list[Metric]:
+def _pauses(readings: Sequence[Served]) -> list[Metric]:
     """Each standing pause: ``task_type`` is the paused type, or ``(all)`` for the whole queue (labels
     bounded by what people paused; a schedule's pause is not served here)."""
     labels = ["profile", "queue", "task_type"]
@@ -255,7 +255,7 @@ def _pauses(readings: Sequence[Reading]) -> list[Metric]:
     return [paused, until, since]
 
 
-def _cron(readings: Sequence[Reading]) -> list[Metric]:
+def _cron(readings: Sequence[Served]) -> list[Metric]:
     lateness = GaugeMetricFamily(
         names.CRON_LATENESS, "The latest fire's lateness over every schedule, seconds.", labels=["profile"]
     )

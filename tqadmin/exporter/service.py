@@ -14,7 +14,7 @@ from types import TracebackType
 
 from prometheus_client.core import Metric
 
-from tqadmin.exporter.polling import ProfilePoller, Reading
+from tqadmin.exporter.polling import ProfilePoller, Served
 from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.endpoint import MetricsServer, address
@@ -66,7 +66,7 @@ class Exporter:
         readings = [poller.reading() for poller in self.pollers]
         return tuple(r.version for r in readings), lambda: self._families(readings)
 
-    def _families(self, readings: list[Reading]) -> list[Metric]:
+    def _families(self, readings: list[Served]) -> list[Metric]:
         folded = fold(readings, self.max_queues)
         self._say_folded({profile: len(f.other_queues) for profile, f in folded.items()})
         return reading_families(readings, folded)

@@ -16,15 +16,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from tqadmin.errors import BadResponse, NoDatabase, UsageError
+from tqadmin.errors import BadResponse, UsageError
 from tqadmin.file_access import Access
 from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
@@ -178,16 +176,6 @@ def readable(decode: Callable[[R], Pause], records: Iterable[R]) -> list[Pause]:
         except BadResponse as exc:
             log.warning("%s: skipped", exc)
     return pauses
-
-
-def read_standing(url: str, timeout_s: float = 10.0) -> tuple[float, list[Pause]]:
-    """The pauses standing in the state store at ``url``, read without writing anything (for the listings
-    that show them beside other figures); a store file not created yet holds none."""
-    try:
-        with closing(open_pauses(url, timeout_s=timeout_s, access=Access.READ)) as store:
-            return store.standing()
-    except NoDatabase:
-        return time.time(), []
 
 
 def of_queue(pauses: Iterable[Pause], queue: str) -> list[Pause]:

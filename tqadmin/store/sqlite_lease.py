@@ -3,12 +3,12 @@ Redis, each operation one ``BEGIN IMMEDIATE`` transaction, so the check of the c
 it guards are one atomic step, as a Lua script makes them on Redis.
 
 Times come from the host's clock, which every cron instance sharing the file shares. Rows carry a
-namespace (the store URL's ``prefix`` and the cron's namespace), so deployments can share a file.
+namespace (the store URL's ``prefix`` and the cron's namespace), so deployments can share a file. The
+registry of cron instances, which no lease guards, is a room of its own (:mod:`.sqlite_instances`).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +30,7 @@ from tqadmin.store.lease import (
     check_namespace,
     tick_id,
 )
+from tqadmin.store.sqlite_instances import INSTANCES_SCHEMA, SQLiteCronInstances
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_cron_lease (ns TEXT PRIMARY KEY, instance TEXT NOT NULL,"
@@ -43,8 +44,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_cron_schedules (ns TEXT NOT NULL, name TEXT NOT NULL, cursor INTEGER,"
     " missed INTEGER NOT NULL DEFAULT 0, fired_scheduled INTEGER, fired_s REAL, fired_token INTEGER,"
     " fired_instance TEXT, PRIMARY KEY (ns, name))",
-    "CREATE TABLE IF NOT EXISTS tq_cron_instances (ns TEXT NOT NULL, instance TEXT NOT NULL,"
-    " schedules TEXT, seen_s REAL NOT NULL, PRIMARY KEY (ns, instance))",
+    *INSTANCES_SCHEMA,
 )
 
 
@@ -60,6 +60,7 @@ class SQLiteCronStore(CronStore):
         self._file = file
         self._ns = f"{check_prefix(prefix)}:{namespace}"
         self._clock = clock
+        self._instances = SQLiteCronInstances(file, self._ns, clock)
 
     @classmethod
     def from_url(
@@ -311,47 +312,19 @@ class SQLiteCronStore(CronStore):
             ).fetchall()
         return {name: int(missed) for name, missed in rows}
 
-    # registry
+    # registry (its own room: .sqlite_instances)
 
     def register(self, instance: str, schedules: Iterable[Mapping[str, Any]]) -> None:
-        document = json.dumps({"schedules": list(schedules)}, separators=(",", ":"))
-        with self._file.write() as db:
-            db.execute(
-                "INSERT INTO tq_cron_instances (ns, instance, schedules, seen_s) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (ns, instance) DO UPDATE SET schedules = excluded.schedules,"
-                " seen_s = excluded.seen_s",
-                (self._ns, instance, document, self._clock()),
-            )
+        self._instances.register(instance, schedules)
 
     def heartbeat(self, instance: str) -> None:
-        with self._file.write() as db:
-            db.execute(
-                "INSERT INTO tq_cron_instances (ns, instance, seen_s) VALUES (?, ?, ?)"
-                " ON CONFLICT (ns, instance) DO UPDATE SET seen_s = excluded.seen_s",
-                (self._ns, instance, self._clock()),
-            )
+        self._instances.heartbeat(instance)
 
     def registrations(self) -> list[Registration]:
-        with self._file.read() as db:
-            rows = db.execute(
-                "SELECT instance, seen_s, schedules FROM tq_cron_instances WHERE ns = ?"
-                " ORDER BY seen_s DESC, instance",
-                (self._ns,),
-            ).fetchall()
-        result = []
-        for instance, seen_s, document in rows:
-            try:
-                schedules = json.loads(document or "{}").get("schedules", [])
-            except ValueError:
-                schedules = []
-            result.append(Registration(instance, seen_s, tuple(schedules)))
-        return result
+        return self._instances.registrations()
 
     def forget_instances(self, seen_before: float) -> int:
-        with self._file.write() as db:
-            return db.execute(
-                "DELETE FROM tq_cron_instances WHERE ns = ? AND seen_s < ?", (self._ns, seen_before)
-            ).rowcount
+        return self._instances.forget_instances(seen_before)
 
     def now(self) -> float:
         return self._clock()

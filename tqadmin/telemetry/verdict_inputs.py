@@ -12,11 +12,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import pairwise
+from typing import Protocol
 
-from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry.counters import by_queue
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.telemetry.verdict import Observation, WorkerView
+
+
+class QueueFigures(Protocol):
+    """The figures of one queue that a verdict reads: the plugin contract's ``QueueStats`` has them. Named
+    here rather than imported because the plugin contract reads telemetry's types, never the other way."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ready(self) -> int: ...
+    @property
+    def unacked(self) -> int: ...
+    @property
+    def consumers(self) -> int | None: ...
+    @property
+    def ack_rate(self) -> float | None: ...
+    @property
+    def publish_rate(self) -> float | None: ...
+    @property
+    def delayed(self) -> int | None: ...
+    @property
+    def growing(self) -> bool | None: ...
+    @property
+    def drain_s(self) -> float | None: ...
 
 
 def own_view(snapshot: WorkerSnapshot, age_s: float, queue: str, at: float) -> WorkerView:
@@ -46,7 +70,7 @@ def own_views(
 
 
 def observation(
-    stats: QueueStats, at: float, workers: Sequence[WorkerView] = (), paused: str | None = None
+    stats: QueueFigures, at: float, workers: Sequence[WorkerView] = (), paused: str | None = None
 ) -> Observation:
     """One queue's observation at ``at`` from its figures (``drain_s`` and ``growing`` filled by a
     :class:`~tqadmin.plugin.drain.DrainWindow` over the same window), its workers and its standing pause."""

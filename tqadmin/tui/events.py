@@ -5,63 +5,31 @@ from __future__ import annotations
 from textual.message import Message
 
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult, QueueListing
+from tqadmin.plugin.models import ActionReport, DeathRecord, PeekResult
 from tqadmin.plugin.models import Message as PeekedMessage
-from tqadmin.plugin.workers import WorkerReading
-from tqadmin.store.pauses import Pause
-from tqadmin.store.recording import Depths, Span, SpanReading
-from tqadmin.tui.views import CronView, TelemetryView
+from tqadmin.reading.reading import ProfileReading
+from tqadmin.reading.recording import Depths, Span, SpanReading
+from tqadmin.tui.sources import SideViews
 
 
 class QueuesPolled(Message):
-    """One poll of the broker: its queues, and the other frameworks' workers its registries hold (``None``
-    where the plugin reads none, or with ``workers_error`` when they could not be read)."""
+    """One reading of the broker's parts: its listing, and the other frameworks' workers its registries hold;
+    a part that could not be read is unread in it, with why."""
 
-    def __init__(
-        self,
-        generation: int,
-        listing: QueueListing,
-        note: str | None = None,
-        workers: WorkerReading | None = None,
-        workers_error: str | None = None,
-    ) -> None:
+    def __init__(self, generation: int, reading: ProfileReading) -> None:
         super().__init__()
         self.generation = generation
-        self.listing = listing
-        self.note = note
-        self.workers = workers
-        self.workers_error = workers_error
-
-
-class PollFailed(Message):
-    def __init__(self, generation: int, error: str) -> None:
-        super().__init__()
-        self.generation = generation
-        self.error = error
+        self.reading = reading
 
 
 class SidePolled(Message):
-    """Telemetry and cron state read together; each part is ``None`` with its error when unreadable."""
+    """The store's panels (telemetry, cron, pauses) read together; each ``None`` with its error when
+    unreadable."""
 
-    def __init__(
-        self,
-        generation: int,
-        telemetry: TelemetryView | None,
-        telemetry_error: str | None,
-        cron: CronView | None,
-        cron_error: str | None,
-        *,
-        pauses: tuple[float, list[Pause]] | None = None,
-        pauses_error: str | None = None,
-    ) -> None:
+    def __init__(self, generation: int, views: SideViews) -> None:
         super().__init__()
         self.generation = generation
-        self.pauses = pauses  # the store's clock and the pauses standing then; None: not read
-        self.pauses_error = pauses_error
-        self.telemetry = telemetry
-        self.telemetry_error = telemetry_error
-        self.cron = cron
-        self.cron_error = cron_error
+        self.views = views
 
 
 class SpanRead(Message):

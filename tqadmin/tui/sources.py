@@ -1,32 +1,42 @@
-"""Telemetry, cron state and pauses from the state store, as the TUI's sources read them in their poll thread.
+"""The panels' views of a reading (:mod:`tqadmin.reading`): telemetry, workers, cron and pauses as the
+dashboard's screens show them, and the sources a caller gives the app instead of the profile's store.
 
-Both connect lazily (in the worker thread, on the first read) and reconnect after a failure, so a store
-that is down when the dashboard opens shows as an error line and recovers by itself.
+The reading itself (connections, the wedged judgement, the fresh machine, failures) is the read service's;
+what is here only turns its values into rows and panels.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
-from tqadmin.file_access import Access
-from tqadmin.frameworks.wedged import judge_foreign
-from tqadmin.pipeline.cron.status import read_status
+from tqadmin.config import Settings
+from tqadmin.pipeline.cron.status import CronStatus
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.connect import describe_error
+from tqadmin.reading.reader import WINDOW_S, Connections, ProfileReader
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.reading.recording import SpanReading
 from tqadmin.store.base import StateStore
-from tqadmin.store.factory import open_store
-from tqadmin.store.lease import CronStore, open_cron_store
-from tqadmin.store.pauses import Pause, PauseStore, open_pauses
-from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
-from tqadmin.store.recording import SpanReading
+from tqadmin.store.pauses import Pause
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
-from tqadmin.telemetry.ledger import WorkerFigures, WorkerLedger
-from tqadmin.telemetry.wedged import WedgePolicy, judge_all
-from tqadmin.telemetry.window import SlidingTotals, window_stats
-from tqadmin.tui.views import CronView, Latency, ScheduleView, TaskTypeView, TelemetryView, WorkerView
+from tqadmin.telemetry.wedged import Verdict
+from tqadmin.telemetry.window import SlidingTotals
+from tqadmin.tui.views import (
+    CronSource,
+    CronView,
+    Latency,
+    ScheduleView,
+    TaskTypeView,
+    TelemetrySource,
+    TelemetryView,
+    WorkerView,
+)
 
-WINDOW_S = 60.0  # the telemetry panel's window: the last minute of every framework's tasks
+TELEMETRY_PARTS = frozenset({Part.WORKERS, Part.TELEMETRY})
+
 
 # Histogram bars: upper bounds in seconds shared by every task type; slower values count in the last one.
 BOUNDS_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -50,81 +60,15 @@ def latency(histogram: Histogram) -> Latency:
     return Latency(p["p50"], p["p95"], p["p99"], buckets(histogram))
 
 
-class StoreTelemetry:
-    """Every worker that beat within ``window_s``: rates and latencies from two readings per worker.
-
-    ``connect`` opens a store of the caller's instead of ``store_url`` (a test's store on its own clock).
-    """
-
-    def __init__(
-        self,
-        store_url: str,
-        timeout_s: float = 10.0,
-        window_s: float = WINDOW_S,
-        fresh: Fresh = never_fresh,
-        *,
-        connect: Callable[[], StateStore] | None = None,
-        wedge_policy: WedgePolicy | None = None,
-    ) -> None:
-        self.window_s = window_s
-        self._wedge_policy = wedge_policy or WedgePolicy()
-        self._fresh = fresh
-        self._store: Lazy[StateStore] = Lazy(
-            connect or (lambda: open_store(store_url, timeout_s=timeout_s, access=Access.READ))
-        )
-        self._ledger = WorkerLedger()
-
-    def workers(self) -> list[WorkerFigures]:
-        """The worker processes the last read listed, each with its own cumulative figures: what the
-        dashboard records in the history."""
-        return self._ledger.workers()
-
-    def read(self) -> TelemetryView:
-        return unless_fresh(lambda: self._store.use(self._read), self._fresh, TelemetryView(self.window_s))
-
-    def close(self) -> None:
-        self._store.close()
-
-    def _read(self, store: StateStore) -> TelemetryView:
-        now, histories = store.history(self.window_s)
-        window = window_stats(now, self.window_s, histories)
-        task_types = task_type_views(window.task_types)
-        workers = []
-        records = store.workers()
-        self._ledger.update(record.snapshot for record in records)
-        verdicts = judge_all([(r.snapshot, r.age_s, r.alive) for r in records], self._wedge_policy)
-        for record, verdict in zip(records, verdicts, strict=True):
-            snap = record.snapshot
-            totals = snap.totals()
-            queues = ",".join(snap.queues)
-            workers.append(
-                WorkerView(
-                    snap.worker_id,
-                    queues,
-                    record.age_s,
-                    snap.current_job,
-                    totals.done,
-                    totals.failed,
-                    record.alive,
-                    wedged=verdict.wedged,
-                    wedged_reason=verdict.short,
-                )
-            )
-        return TelemetryView(
-            self.window_s, window.throughput, window.failure_rate, task_types, tuple(workers)
-        )
-
-
 def foreign_worker_views(
-    reading: WorkerReading | None, policy: WedgePolicy, now_s: float
+    reading: WorkerReading | None, verdicts: Sequence[Verdict]
 ) -> tuple[WorkerView, ...]:
-    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``, each judged
-    wedged or not at ``now_s`` by what its framework exposes (:mod:`tqadmin.frameworks.wedged`)."""
+    """Other frameworks' workers as rows beside tqadmin's: the current job shown as ``task id``, each with
+    the read service's verdict on it (:mod:`tqadmin.frameworks.wedged`)."""
     if reading is None:
         return ()
     views = []
-    for w in reading.workers:
-        verdict = judge_foreign(w, policy, now_s, reading.tasks.get(w.framework))
+    for w, verdict in zip(reading.workers, verdicts, strict=True):
         views.append(
             WorkerView(
                 w.name,
@@ -185,44 +129,108 @@ def span_view(reading: SpanReading, live: TelemetryView | None) -> TelemetryView
     )
 
 
-class StorePauses:
-    """The pauses standing in the store: the store's clock when read, and the pauses."""
-
-    def __init__(self, store_url: str, timeout_s: float = 10.0, fresh: Fresh = never_fresh) -> None:
-        self._fresh = fresh
-        self._store: Lazy[PauseStore] = Lazy(
-            lambda: open_pauses(store_url, timeout_s=timeout_s, access=Access.READ)
+def telemetry_view(reading: ProfileReading, window_s: float = WINDOW_S) -> TelemetryView | None:
+    """The telemetry panel and tqadmin's worker rows of a reading; ``None`` when either part is unread."""
+    window, records = reading.telemetry, reading.workers
+    if window is None or records is None:
+        return None
+    workers = []
+    for record, verdict in zip(records, reading.verdicts, strict=True):
+        snap = record.snapshot
+        totals = snap.totals()
+        workers.append(
+            WorkerView(
+                snap.worker_id,
+                ",".join(snap.queues),
+                record.age_s,
+                snap.current_job,
+                totals.done,
+                totals.failed,
+                record.alive,
+                wedged=verdict.wedged,
+                wedged_reason=verdict.short,
+            )
         )
+    task_types = task_type_views(window.task_types)
+    return TelemetryView(window_s, window.throughput, window.failure_rate, task_types, tuple(workers))
 
-    def read(self) -> tuple[float, list[Pause]]:
-        empty: tuple[float, list[Pause]] = (time.time(), [])
-        return unless_fresh(lambda: self._store.use(lambda s: s.standing()), self._fresh, empty)
+
+def cron_view(status: CronStatus | None) -> CronView:
+    """The cron screen's leader, fencing token and schedules; no leader and token 0 where no cron wrote."""
+    if status is None:
+        return CronView(None, 0)
+    schedules = tuple(
+        ScheduleView(r.name, r.cron, r.queue, r.next_fire, r.last_fire, r.lateness_s) for r in status.rows
+    )
+    leader = status.leader.instance if status.leader else None
+    return CronView(leader, status.fencing_token, schedules)
+
+
+@dataclass(frozen=True, slots=True)
+class SideViews:
+    """The store's panels after one side poll: each ``None`` with its error when it could not be read
+    (``pauses`` also ``None`` where the app reads none: its telemetry is the caller's)."""
+
+    telemetry: TelemetryView | None = None
+    telemetry_error: str | None = None
+    cron: CronView | None = None
+    cron_error: str | None = None
+    pauses: tuple[float, list[Pause]] | None = None
+    pauses_error: str | None = None
+
+
+def side_views(
+    reading: ProfileReading, telemetry: TelemetrySource | None, cron: CronSource | None
+) -> SideViews:
+    """The panels from a reading of the store's parts, or from the sources the caller gave the app in
+    their place (a seeded screen's, the demo's)."""
+
+    def why(*parts: Part) -> str | None:
+        return next((reading.unread[p].why for p in parts if p in reading.unread), None)
+
+    if telemetry is not None:
+        shown, telemetry_error = _given(telemetry.read)
+    else:
+        shown, telemetry_error = telemetry_view(reading), why(*TELEMETRY_PARTS)
+    if cron is not None:
+        cron_shown, cron_error = _given(cron.read)
+    else:
+        cron_error = why(Part.CRON)
+        cron_shown = None if cron_error or Part.CRON not in reading.parts else cron_view(reading.cron)
+    pauses = reading.pauses
+    return SideViews(
+        shown,
+        telemetry_error,
+        cron_shown,
+        cron_error,
+        None if pauses is None else (pauses.now_s, list(pauses.standing)),
+        why(Part.PAUSES),
+    )
+
+
+T = TypeVar("T")
+
+
+def _given(read: Callable[[], T]) -> tuple[T | None, str | None]:
+    """A source of the caller's read in the poll thread: its value, or why it failed."""
+    try:
+        return read(), None
+    except Exception as exc:  # a poll thread must outlive any source
+        return None, describe_error(exc)
+
+
+class StoreTelemetry:
+    """The telemetry of a state store of the caller's (a seeded screen's, on its own clock) as a source,
+    read by the read service exactly as the dashboard reads its profile's own."""
+
+    def __init__(self, settings: Settings, connect: Callable[[], StateStore] | None = None) -> None:
+        self.reader = ProfileReader(settings, connect=Connections(store=connect))
+
+    def read(self) -> TelemetryView:
+        reading = self.reader.read(TELEMETRY_PARTS)
+        for part in TELEMETRY_PARTS:
+            reading.raise_for(part)
+        return telemetry_view(reading) or TelemetryView()
 
     def close(self) -> None:
-        self._store.close()
-
-
-class StoreCron:
-    """The cron leader, fencing token and the schedules running instances registered in the store."""
-
-    def __init__(
-        self, store_url: str, timeout_s: float = 10.0, namespace: str = "default", fresh: Fresh = never_fresh
-    ) -> None:
-        self._fresh = fresh
-        self._store: Lazy[CronStore] = Lazy(
-            lambda: open_cron_store(store_url, namespace, timeout_s, access=Access.READ)
-        )
-
-    def read(self) -> CronView:
-        return unless_fresh(lambda: self._store.use(self._read), self._fresh, CronView(None, 0))
-
-    def close(self) -> None:
-        self._store.close()
-
-    def _read(self, store: CronStore) -> CronView:
-        status = read_status(store)
-        schedules = tuple(
-            ScheduleView(r.name, r.cron, r.queue, r.next_fire, r.last_fire, r.lateness_s) for r in status.rows
-        )
-        leader = status.leader.instance if status.leader else None
-        return CronView(leader, status.fencing_token, schedules)
+        self.reader.close()

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tqadmin.plugin.models import Alarm
-from tqadmin.poll_deadline import PollDeadline
+from tqadmin.reading.deadline import PollDeadline
 
 
 @dataclass(frozen=True, slots=True)
 class PollState:
     """``error`` is the last poll's failure (``None`` when it succeeded); data older than that is stale.
     ``note`` is what the last good poll had to add (a fresh machine: where the embedded file will be).
-    ``no_answer`` says the poll under way is past its deadline (:mod:`tqadmin.poll_deadline`): what is
+    ``no_answer`` says the poll under way is past its deadline (:mod:`tqadmin.reading.deadline`): what is
     shown is stale already, while the call still hangs."""
 
     target: str

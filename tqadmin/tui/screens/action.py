@@ -23,8 +23,8 @@ from tqadmin import private_file
 from tqadmin.admin.records import record_action
 from tqadmin.admin.reports import describe_report
 from tqadmin.plugin.models import ActionReport
+from tqadmin.reading.connect import describe_error
 from tqadmin.tui import actions
-from tqadmin.tui.connect import describe_error
 from tqadmin.tui.events import ActionFinished, ActionPlanned, ActionProgressed
 from tqadmin.tui.text import clean
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from tqadmin.admin.dead_letters import DeadGroup, group_dead_letters
 from tqadmin.plugin.models import QueueStats
-from tqadmin.tui.connect import describe_error
+from tqadmin.reading.connect import describe_error
 from tqadmin.tui.events import MessagesPeeked, PeekFailed
 from tqadmin.tui.model import human_count
 from tqadmin.tui.screens.base import QueueScreen

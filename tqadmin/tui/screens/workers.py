@@ -64,7 +64,7 @@ class WorkersScreen(DashboardScreen):
         table = self.query_one("#workers", DataTable)
         table.clear()
         view = self.tq.telemetry
-        others = foreign_worker_views(self.tq.foreign_workers, self.tq.settings.wedged, self.tq.clock())
+        others = foreign_worker_views(self.tq.foreign_workers, self.tq.foreign_verdicts)
         workers = (*(view.workers if view else ()), *others)
         errors = [
             *([f"tqadmin's heartbeats: {self.tq.telemetry_error}"] if self.tq.telemetry_error else []),

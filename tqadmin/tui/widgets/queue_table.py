@@ -26,7 +26,7 @@ from tqadmin.alerting.conditions import NO_CONTEXT, QueueContext, queue_alerts
 from tqadmin.config import Thresholds
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store.recording import LIVE, Span
+from tqadmin.reading.recording import LIVE, Span
 from tqadmin.tui.model import (
     QueueBoard,
     human_count,

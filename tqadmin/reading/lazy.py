@@ -25,6 +25,11 @@ class Lazy(Generic[C]):
         self._connect = connect
         self._value: C | None = None
 
+    @property
+    def value(self) -> C | None:
+        """The connection open now, if any."""
+        return self._value
+
     def close(self) -> None:
         value, self._value = self._value, None
         if value is not None:

@@ -17,9 +17,7 @@ import redis
 from tqadmin.errors import NoDatabase
 from tqadmin.file_access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, open_history
-from tqadmin.store.recording import (
+from tqadmin.reading.recording import (
     LIVE,
     RECORD_EVERY_S,
     SPANS,
@@ -28,6 +26,8 @@ from tqadmin.store.recording import (
     activity,
     next_span,
 )
+from tqadmin.store import open_store
+from tqadmin.store.history import TIERS, open_history
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 

@@ -27,6 +27,7 @@ from tqadmin.config import Settings
 from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
+from tqadmin.reading.lazy import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.store.history import (
     DEFAULT_MAX_SERIES,
     QUEUES,
@@ -38,7 +39,6 @@ from tqadmin.store.history import (
     open_history,
 )
 from tqadmin.store.history_points import Figures
-from tqadmin.store.readers import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 
