@@ -40,7 +40,13 @@ def embedded_url(environ: Mapping[str, str] | None = None) -> str:
 
 
 THRESHOLD_KEYS = frozenset(
-    {"depth_threshold", "oldest_age_threshold_s", "dlq_threshold", "failure_rate_threshold"}
+    {
+        "depth_threshold",
+        "oldest_age_threshold_s",
+        "dlq_threshold",
+        "dlq_age_threshold_s",
+        "failure_rate_threshold",
+    }
 )
 WEDGED_KEYS = frozenset({"wedged_factor", "wedged_min_s", "wedged_no_history_s", "wedged_intake_s"})
 PROFILE_KEYS = frozenset(
@@ -68,6 +74,7 @@ class Thresholds:
     depth: int | None = None
     oldest_age_s: float | None = None
     dlq_messages: int | None = 1
+    dlq_oldest_age_s: float | None = 3600.0  # a dead letter an hour old has waited long enough for a look
     failure_rate: float | None = 0.05  # of a task type's runs over the telemetry window
 
 
@@ -298,6 +305,7 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
         depth=int(depth) if depth is not None else None,
         oldest_age_s=number("oldest_age_threshold_s", defaults.oldest_age_s),
         dlq_messages=int(dlq) if dlq is not None else None,
+        dlq_oldest_age_s=number("dlq_age_threshold_s", defaults.dlq_oldest_age_s),
         failure_rate=number("failure_rate_threshold", defaults.failure_rate),
     )
 
