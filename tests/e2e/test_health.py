@@ -40,14 +40,22 @@ BROKERS = [
     pytest.param("sqlite_pipeline", id="sqlite"),
     pytest.param("sqs_pipeline", marks=[pytest.mark.redis], id="sqs"),
 ]
+NAMES = {
+    "pipeline": "RabbitMQ",
+    "redis_pipeline": "Redis",
+    "sqlite_pipeline": "SQLite",
+    "sqs_pipeline": "SQS",
+}
 COUNTED = BROKERS[:3]  # brokers that count consumers (SQS does not: its queue without one is unknown)
 
 
 class Probe:
     """``tqadmin`` run in-process on one test's pipeline: its queues, its health, its jobs."""
 
-    def __init__(self, pipeline: Pipeline, tq_json: Tq, capsys: pytest.CaptureFixture[str]) -> None:
-        self.pipeline, self.tq_json, self.capsys = pipeline, tq_json, capsys
+    def __init__(
+        self, pipeline: Pipeline, tq_json: Tq, capsys: pytest.CaptureFixture[str], name: str = ""
+    ) -> None:
+        self.pipeline, self.tq_json, self.capsys, self.name = pipeline, tq_json, capsys, name
         self.broker = ("--broker", pipeline.broker_url) if pipeline.broker_url else ()
 
     def publish(self, jobs: list[dict[str, Any]]) -> None:
@@ -89,7 +97,7 @@ def probe_fixture(
     request: pytest.FixtureRequest, tq_json: Tq, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[Probe]:
     """A probe on the pipeline fixture named by the test's ``broker`` parameter."""
-    yield Probe(request.getfixturevalue(request.param), tq_json, capsys)
+    yield Probe(request.getfixturevalue(request.param), tq_json, capsys, NAMES[request.param])
 
 
 def verdict(document: dict[str, Any], queue: str) -> dict[str, Any]:
@@ -121,7 +129,7 @@ def test_a_worker_whose_task_blocks_on_every_job_stalls_its_queue(probe: Probe, 
     assert ", 1 " in queue["reason"] and " no " in queue["reason"], queue  # who serves it, no completion
     assert detected_s >= WINDOW_S
     probe.report(
-        f"blocked tqadmin worker on {probe.pipeline.broker_url or 'the default broker'}: stalled"
+        f"blocked tqadmin worker on {probe.name}: stalled"
         f" {detected_s:.1f} s after the block (figures shown after {shown_s:.1f} s, --window {WINDOW_S:g}):"
         f" {queue['reason']}"
     )
@@ -144,7 +152,11 @@ def test_a_queue_holding_only_delayed_retries_is_idle(probe: Probe, tmp_path: Pa
     probe.pipeline.start_with_tasks(TASKS, "--backoff-base", "60", "--backoff-cap", "60", *HEARTBEAT)
     probe.publish([{"task_type": "later", "runs": str(ran), "id": f"j{i}"} for i in range(2)])
     probe.pipeline.wait_for(lambda: runs(ran) == 2, 60, "both jobs failed once")
-    probe.pipeline.wait_for(lambda: probe.served(waiting=False), 30, "only the retries left")
+    probe.pipeline.wait_for(
+        lambda: probe.served(waiting=False) and (probe.shown() or {}).get("delayed", 0) >= 2,
+        30,
+        "only the retries left, shown delayed",
+    )
     queue = probe.healthy()
     assert queue["verdict"] == "idle" and queue["delayed"] >= 2, queue  # RabbitMQ's tiers' figures lag
     assert queue["reason"] == f"nothing waiting; {queue['delayed']} delayed, not yet due"

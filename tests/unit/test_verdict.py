@@ -196,3 +196,10 @@ def test_a_clock_that_steps_back_keeps_the_newer_reading() -> None:
 def test_a_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         VerdictPolicy(window_s=0)
+
+
+def test_a_backlog_that_shrank_between_two_readings_is_progress_even_without_acks() -> None:
+    """A consumer that takes messages without acking them (RabbitMQ's no-ack) leaves the ack rate at 0."""
+    readings = every()
+    readings[3:] = [replace(r, ready=300) for r in readings[3:]]
+    assert watched(readings).verdict == OK

@@ -7,7 +7,8 @@ shows it is that work waited *throughout* the window while *nothing completed*. 
 every source that gives them, and none is guessed:
 
 - the broker's ack rate (RabbitMQ's, and the Redis and SQLite plugins' own counters): ``None`` means the
-  broker gives none, 0 means none happened;
+  broker gives none, 0 means none happened; and what waits shrinking between two observations (taken by a
+  consumer that does not ack, deleted): work left the queue;
 - tqadmin's worker telemetry: each worker's cumulative completions on the queue (a count that rose between
   two observations is a completion) and its last completion's time;
 - a worker whose every job slot has held the same jobs since before the window began completed nothing in it
@@ -272,8 +273,11 @@ def _completion(window: Sequence[Observation], start: float) -> _Completion:
 
 
 def _completed_between(a: Observation, b: Observation) -> bool:
-    """Whether a worker's completion count on the queue rose from ``a`` to ``b`` (a count that fell is a
-    restarted worker: not a completion)."""
+    """Whether work left the queue from ``a`` to ``b`` (what waits shrank: taken without an ack, by a
+    consumer that does not ack, or deleted), or a worker's completion count on it rose (a count that fell is
+    a restarted worker: not a completion)."""
+    if b.waiting < a.waiting:
+        return True
     before = {w.name: w.completed for w in a.workers if w.completed is not None}
     return any(
         w.completed is not None and w.name in before and w.completed > before[w.name] for w in b.workers
