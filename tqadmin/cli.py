@@ -50,9 +50,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "throughput, failure rate and latency percentiles from worker telemetry"),
     "exporter": ("exporter", "serve every profile's queues, workers and task metrics to Prometheus"),
     "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
-    "pause": ("pause", "stop every worker starting a queue's (or one task type's) jobs, for a while"),
-    "resume": ("resume", "end a pause: the workers start the jobs again"),
+    "pause": (
+        "pause",
+        "stop every worker starting a queue's (or one task type's) jobs, or a schedule's ticks, for a while",
+    ),
+    "resume": ("resume", "end a pause: the workers start the jobs again (or the cron fires the ticks)"),
     "pauses": ("pauses", "the pauses that stand: what, why, who, since, until"),
+    "trigger": ("trigger", "fire one tick of a cron schedule now, through the cron's leader"),
     "health": (
         "health",
         "each queue's verdict (stalled, degraded...) and wedged workers; exit 7 if unhealthy",

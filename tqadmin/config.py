@@ -46,6 +46,7 @@ THRESHOLD_KEYS = frozenset(
         "dlq_threshold",
         "dlq_age_threshold_s",
         "failure_rate_threshold",
+        "pause_threshold_s",
     }
 )
 WEDGED_KEYS = frozenset({"wedged_factor", "wedged_min_s", "wedged_no_history_s", "wedged_intake_s"})
@@ -76,6 +77,7 @@ class Thresholds:
     dlq_messages: int | None = 1
     dlq_oldest_age_s: float | None = 3600.0  # a dead letter an hour old has waited long enough for a look
     failure_rate: float | None = 0.05  # of a task type's runs over the telemetry window
+    pause_s: float | None = 3600.0  # a pause standing longer pages (TqadminPauseLong): one forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +309,7 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
         dlq_messages=int(dlq) if dlq is not None else None,
         dlq_oldest_age_s=number("dlq_age_threshold_s", defaults.dlq_oldest_age_s),
         failure_rate=number("failure_rate_threshold", defaults.failure_rate),
+        pause_s=number("pause_threshold_s", defaults.pause_s),
     )
 
 

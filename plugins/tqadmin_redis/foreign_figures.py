@@ -10,10 +10,13 @@ no age (``None``), never an error that would fail the whole listing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+import redis
+
 from tqadmin.finite import finite
-from tqadmin.frameworks import sidekiq
+from tqadmin.frameworks import own_pauses, sidekiq
 from tqadmin.frameworks.decoding import epoch_seconds, name
 from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import QueueStats
@@ -36,6 +39,7 @@ def stats(conn: Connection, queues: Sequence[Foreign], now_s: float) -> list[Que
         replies = pipe.execute(raise_on_error=False)
         unacked = _celery_unacked(conn, queues)
         ages = _ages(conn, queues, now_s)
+        paused = _sidekiq_paused(conn, queues)
     rows = []
     at = 0
     for f in queues:
@@ -44,7 +48,24 @@ def stats(conn: Connection, queues: Sequence[Foreign], now_s: float) -> list[Que
         at += width
     depth_of = {f.name: counts[0] or 0 for f, counts in rows}
     found = (_to_stats(f, counts, unacked.get(f.name, 0), ages, depth_of) for f, counts in rows)
-    return [stat for stat in found if stat is not None]
+    return [
+        replace(stat, state=own_pauses.PAUSED) if stat.name in paused else stat
+        for stat in found
+        if stat is not None
+    ]
+
+
+def _sidekiq_paused(conn: Connection, queues: Sequence[Foreign]) -> set[str]:
+    """The Sidekiq queues listed whose names Sidekiq's own ``paused`` set holds (Pro's and Enterprise's
+    ``Sidekiq::Queue#pause!``), as shown names: one ``SMEMBERS``, a read, when a Sidekiq queue is listed."""
+    sidekiq_queues = {f.name for f in queues if f.kind == SIDEKIQ and f.key_type == "list"}
+    if not sidekiq_queues:
+        return set()
+    try:
+        members = conn.client.smembers(own_pauses.SIDEKIQ_PAUSED_SET)
+    except redis.ResponseError:  # a key of another type: no pause of Sidekiq's there
+        return set()
+    return {f"sidekiq:{text(m)}" for m in members} & sidekiq_queues
 
 
 def _celery_unacked(conn: Connection, queues: Sequence[Foreign]) -> dict[str, int]:

@@ -39,3 +39,16 @@ def gamma(ctx: Any, job: dict[str, Any]) -> None:
     if ctx.attempt == 1:
         raise RuntimeError("first run fails on purpose")
     _redis.hincrby(f"{key}:done", ctx.job_id, 1)
+
+
+@task("delta", max_retries=10)
+def delta(ctx: Any, job: dict[str, Any]) -> None:
+    """Fails while ``<key>:broken`` is set (a downstream service down: the breaker's case), each failure's
+    time noted in ``<key>:fails``; succeeds once it is cleared."""
+    key = job["key"]
+    _redis.rpush(f"{key}:starts", f"{ctx.job_id}|{ctx.task_type}|{ctx.attempt}|{time.time()!r}")
+    if _redis.exists(f"{key}:broken"):
+        _redis.rpush(f"{key}:fails", f"{ctx.job_id}|{time.time()!r}")
+        raise ConnectionError("payments at https://svc:s3cret@psp.example answer 503")
+    time.sleep(job.get("work_s", 0))
+    _redis.hincrby(f"{key}:done", ctx.job_id, 1)

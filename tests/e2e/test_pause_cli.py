@@ -137,3 +137,44 @@ def test_queues_show_their_pauses(isolated_env: Path, capsys: pytest.CaptureFixt
     assert re.search(
         r"^paused orders \(charge\): paused (1h59m|2h00m) left: psp$", capsys.readouterr().out, re.M
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["pause", "--for", "1m", "--yes"], "name a QUEUE or --schedule NAME"),
+        (["pause", "orders", "--schedule", "nightly", "--for", "1m", "--yes"], "name a QUEUE or --schedule"),
+        (
+            ["pause", "--schedule", "nightly", "--task-type", "t", "--for", "1m", "--yes"],
+            "not with --schedule",
+        ),
+        (["resume", "--yes"], "name a QUEUE or --schedule NAME"),
+    ],
+)
+def test_a_pause_names_a_queue_or_a_schedule(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    assert main(argv) == 2
+    assert said in capsys.readouterr().err
+    assert audit_lines(isolated_env) == []
+
+
+def test_a_schedule_is_paused_and_resumed_like_a_queue(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, paused = run_json(
+        capsys, "pause", "--schedule", "nightly", "--for", "2h", "--reason", "dw", "--yes"
+    )
+    assert code == 0 and paused["target"] == "nightly"
+    assert paused["pause"]["schedule"] == "nightly" and paused["pause"]["queue"] is None
+    code, listed = run_json(capsys, "pauses")
+    assert [p["target"] for p in listed["pauses"]] == ["nightly"]
+    code, resumed = run_json(capsys, "resume", "--schedule", "nightly", "--yes")
+    assert code == 0 and resumed["pause"]["reason"] == "dw"
+    records = audit_lines(isolated_env)
+    assert [(r["action"], r["target"], r["schedule"]) for r in records] == [
+        ("pause", "nightly", "nightly"),
+        ("resume", "nightly", "nightly"),
+    ]
+    assert main(["--read-only", "pause", "--schedule", "nightly", "--for", "1m", "--yes"]) == 6
+    assert len(audit_lines(isolated_env)) == 2

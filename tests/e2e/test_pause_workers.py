@@ -10,6 +10,7 @@ pause that runs out resumes the work without anyone.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -164,16 +165,33 @@ def test_retries_falling_due_during_a_pause_wait_for_the_resume(
 
 
 @pytest.mark.parametrize("broker", [broker_param("redis_pipeline"), broker_param("sqlite_pipeline")])
-def test_an_expiry_resumes_without_anyone(request: pytest.FixtureRequest, broker: str) -> None:
+def test_an_expiry_resumes_without_anyone_and_is_audited_once(
+    request: pytest.FixtureRequest, broker: str, isolated_env: Path
+) -> None:
+    home = isolated_env
     p: Pipeline = request.getfixturevalue(broker)
     try:
         cli(p, "pause", p.queue, "--for", "4s")
         until = time.time() + 4
         ids = publish(p, 20, 0.0)
-        p.start_with_tasks(TASKS, *WORKER)
+        for _ in range(2):
+            p.start_with_tasks(TASKS, *WORKER)
         p.wait_for(lambda: len(done(p)) == len(ids), 120, "every job after the expiry")
         first = min(at for _, _, _, at in starts(p))
         assert first >= until - 1.0  # nothing before the pause ran out (the worker's clock may lead a little)
         every_job_ran_once_uncharged(p, ids)
+        time.sleep(HEARTBEAT_S * 2)  # both workers have read the pause set since it ran out
+        audit = [json.loads(line) for line in (home / "audit.jsonl").read_text().splitlines()]
+        ends = [r for r in audit if r["action"] == "resume"]
+        assert len(ends) == 1, ends  # the end said once, by one of the workers, with no command run
+        (end,) = ends
+        assert (end["outcome"], end["who"], end["reason"], end["via"]) == (
+            "expired",
+            "expiry",
+            "resumed by expiry",
+            "worker",
+        )
+        assert end["target"] == p.queue and end["task_type"] is None
+        print(f"first start {first - until:+.2f} s after the pause ran out")
     finally:
         _clean(p)

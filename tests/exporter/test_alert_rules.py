@@ -255,3 +255,45 @@ def test_a_profile_down_for_5_minutes_and_values_older_than_2_minutes_page(tmp_p
             alerts("6m", POLL_STALE, ["p"]),
         ],
     )
+
+
+def test_a_pause_standing_past_the_threshold_pages(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tqadmin.alerting.rules import PAUSE_LONG, pause_rules
+
+    assert Thresholds().pause_s == 3600  # the documented default
+    assert configured(isolated_env, monkeypatch, "pause_threshold_s = 600\n").pause_s == 600
+    assert pause_rules("p", Thresholds(pause_s=None)) == []
+    since = names.PAUSED_SINCE
+    series = [  # set at 0 s (a whole queue) and at 4000 s (one task type), standing all along
+        {"series": f'{since}{{profile="p",queue="orders",task_type="(all)"}}', "values": "0x600"},
+        {"series": f'{since}{{profile="p",queue="mail",task_type="send"}}', "values": "4000x600"},
+    ]
+    ((_, _, summary),) = pause_rules("p", Thresholds())
+
+    def alerts(at: str, paused: list[tuple[str, str]]) -> dict[str, object]:
+        return {
+            "eval_time": at,
+            "alertname": PAUSE_LONG,
+            "exp_alerts": [
+                {
+                    "exp_labels": {"profile": "p", "queue": q, "task_type": t, "severity": "warning"},
+                    "exp_annotations": {"summary": _render(summary, {"queue": q, "task_type": t})},
+                }
+                for q, t in paused
+            ],
+        }
+
+    promtool_test(
+        rules_yaml([("p", Thresholds())]),
+        [],
+        tmp_path,
+        input_series=series,
+        alert_rule_test=[
+            alerts("59m", []),  # not an hour yet
+            alerts("62m", [("orders", "(all)")]),  # over an hour, for a minute
+            alerts("2h", [("orders", "(all)")]),
+            alerts("2h10m", [("orders", "(all)"), ("mail", "send")]),  # 3800 s for the second
+        ],
+    )

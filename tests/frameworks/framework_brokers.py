@@ -21,7 +21,13 @@ from celery_tasks import AMQP_URL, make_app
 from tests.conftest import REDIS_URL, AmqpQueues
 
 HERE = Path(__file__).parent
-SHARED_SETS = (b"rq:queues", b"rq:workers", b"queues", b"processes")  # RQ's and Sidekiq's shared sets
+SHARED_SETS = (
+    b"rq:queues",
+    b"rq:workers",
+    b"queues",
+    b"processes",
+    b"paused",
+)  # RQ's and Sidekiq's shared sets
 SHARED_SORTED_SETS = (b"dead", b"retry", b"schedule")  # Sidekiq's, shared by every queue
 API = "http://127.0.0.1:15672/api"  # RabbitMQ's management API
 AUTH = ("guest", "guest")

@@ -120,3 +120,32 @@ def test_sidekiq_dead_and_retrying_jobs_are_shown_grouped_filtered_and_left_to_s
     assert_refused(tq("purge", "sidekiq:dead", "--yes"), dead_api)
     assert_refused(tq("delete", f"sidekiq:{queue}", "--id", f"{unique}w0"), f'Sidekiq::Queue.new("{queue}")')
     assert redis_state(redis_keys, unique) == before
+
+
+def test_a_queue_sidekiq_paused_itself_is_shown_paused_and_left_to_sidekiq(
+    isolated_env: Any, redis_keys: redis.Redis, unique: str, tq: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sidekiq Pro and Enterprise pause a queue by adding its name to the set ``paused``: tqadmin reads it
+    (never writes it) and says the queue is paused, by Sidekiq, and how Sidekiq resumes it."""
+    from tqadmin.cli import main
+
+    paused, running = f"tqt-{unique}-paused", f"tqt-{unique}-running"
+    redis_keys.sadd("queues", paused, running)
+    for queue in (paused, running):
+        redis_keys.lpush(f"queue:{queue}", sidekiq_job(f"T{unique}::Mail", f"{unique}{queue}", queue, []))
+    redis_keys.sadd("paused", paused)
+
+    code, doc, _ = tq("queues", "--filter", unique)
+    states = {q["name"]: q["state"] for q in doc["queues"]}
+    assert (code, states) == (0, {f"sidekiq:{paused}": "paused", f"sidekiq:{running}": "running"})
+    assert main(["--broker", "redis://127.0.0.1:6379/0", "queues", "--filter", unique]) == 0
+    said = capsys.readouterr().out
+    assert f"paused sidekiq:{paused}: paused by its framework (Sidekiq's own pause:" in said
+    assert f"paused sidekiq:{running}" not in said
+
+    code, doc, _ = tq("health", "--window", "1")
+    verdicts = {q["name"]: q for q in doc["queues"] if unique in q["name"]}
+    assert verdicts[f"sidekiq:{paused}"]["verdict"] == "paused", verdicts
+    assert "Sidekiq::Queue.new(NAME).unpause!" in verdicts[f"sidekiq:{paused}"]["reason"]
+    assert verdicts[f"sidekiq:{running}"]["verdict"] != "paused"
+    assert redis_keys.smembers("paused") >= {paused.encode()}  # left as Sidekiq wrote it

@@ -104,3 +104,16 @@ async def test_p_is_refused_in_a_read_only_profile(
         assert not isinstance(app.screen, PauseScreen)
         assert any("read-only" in n for n in notifications(app))
     assert [r for r in audit_lines(isolated_env) if r["action"] == "pause"] == []
+
+
+def test_a_queue_its_own_framework_paused_is_labelled_with_how_that_framework_resumes_it() -> None:
+    from tqadmin.frameworks import own_pauses
+    from tqadmin.plugin.models import QueueStats
+
+    sidekiq = QueueStats("sidekiq:mail", 3, 3, 0, None, state="paused", read_only="a Sidekiq queue")
+    ours = QueueStats("orders", 3, 3, 0, 1, state="paused")  # not another framework's: tqadmin's own pauses
+    running = QueueStats("sidekiq:web", 1, 1, 0, None, read_only="a Sidekiq queue")
+    assert own_pauses.labels([sidekiq, ours, running]) == {
+        "sidekiq:mail": "paused by its framework (Sidekiq's own pause:"
+        " Sidekiq::Queue.new(NAME).unpause! or its Web UI resumes it)"
+    }

@@ -3,6 +3,9 @@ cannot be read, an expiry honoured between two reads, and how long a paused job 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tqadmin.errors import Unreachable
@@ -96,3 +99,30 @@ def test_without_a_store_nothing_is_paused() -> None:
     watch = PauseWatch("orders", None)
     watch.refresh()
     assert watch.aside("t") is None
+
+
+def test_an_expiry_is_reaped_and_audited_once_whichever_worker_reads_first(tmp_path: Path) -> None:
+    from tqadmin.store.pause_audit import PauseAudit
+    from tqadmin.store.sqlite_pauses import SQLitePauses
+
+    wall = Clock()
+    shared = SQLitePauses(tmp_path / "state.db", clock=wall)
+    audit_log = tmp_path / "audit.jsonl"
+    watches = [
+        PauseWatch("orders", shared, clock=wall, auditor=PauseAudit(audit_log, "prod")) for _ in range(2)
+    ]
+    shared.pause(Target("orders", "charge"), reason="psp down", who="alice", for_s=5)
+    for watch in watches:
+        watch.refresh()
+    assert not audit_log.exists()
+    wall.t += 6
+    for watch in watches:
+        watch.refresh()
+        watch.refresh()
+    (record,) = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert record["action"] == "resume" and record["outcome"] == "expired" and record["who"] == "expiry"
+    assert record["reason"] == "resumed by expiry" and record["via"] == "worker"
+    assert record["paused_by"] == "alice" and record["paused_for"] == "psp down"
+    assert record["target"] == "orders" and record["task_type"] == "charge"
+    assert all(w.aside("charge") is None for w in watches)
+    shared.close()

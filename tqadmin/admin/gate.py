@@ -21,7 +21,7 @@ from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities, Operation
 
-WRITES = frozenset({"publish", "move", "replay", "purge", "import", "delete", "pause", "resume"})
+WRITES = frozenset({"publish", "move", "replay", "purge", "import", "delete", "pause", "resume", "trigger"})
 """The admin writes of docs/interface.md (worker, cron and demo check read-only mode themselves)."""
 
 

@@ -15,16 +15,14 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from typing import Any
 
-from tqadmin import audit
 from tqadmin.config import Settings
 from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.store.pauses import Pause, PauseStore, Target, iso
+from tqadmin.store import pause_audit
+from tqadmin.store.pause_audit import PauseAudit
+from tqadmin.store.pauses import Pause, PauseStore, Target
 
-EXPIRED = "expired"
-BY_EXPIRY = "resumed by expiry"
 # How each framework stops its own workers taking a queue's work (what tqadmin's refusal names).
 FRAMEWORK_PAUSE = {
     "Celery": "`celery -A APP control cancel_consumer QUEUE` stops its workers consuming the queue"
@@ -70,9 +68,10 @@ def pause(
     settings: Settings, store: PauseStore, target: Target, *, reason: str, for_s: float | None, via: str
 ) -> tuple[Pause, list[str]]:
     """Write the pause (replacing one of the same target) and its audit record; the warnings to show."""
+    auditor = auditor_of(settings)
     warnings = reap(settings, store, via)
     written = store.pause(target, reason=reason, who=operator(), for_s=for_s)
-    warnings += _audit(settings, "pause", written, "ok", via)
+    warnings += auditor.record("pause", written, "ok", who=operator(), via=via)
     return written, warnings
 
 
@@ -80,49 +79,21 @@ def resume(
     settings: Settings, store: PauseStore, target: Target, *, via: str
 ) -> tuple[Pause | None, list[str]]:
     """End the pause of ``target``: the pause that stood (``None`` when none did, or it had expired)."""
+    auditor = auditor_of(settings)
     warnings = reap(settings, store, via)
     ended = store.resume(target)
     if ended is None:
         return None, warnings
     if ended.expired(store.now()):
-        return None, warnings + _audit(settings, "resume", ended, EXPIRED, via, by=BY_EXPIRY)
-    return ended, warnings + _audit(settings, "resume", ended, "ok", via)
+        return None, warnings + auditor.expired(ended, via)
+    return ended, warnings + auditor.record("resume", ended, "ok", who=operator(), via=via)
 
 
 def reap(settings: Settings, store: PauseStore, via: str) -> list[str]:
     """Delete the expired pauses and write each one's end to the audit log."""
-    warnings: list[str] = []
-    for gone in store.reap():
-        warnings += _audit(settings, "resume", gone, EXPIRED, via, by=BY_EXPIRY)
-    return warnings
+    return pause_audit.reap(store, auditor_of(settings), via)[1]
 
 
-def _audit(
-    settings: Settings, action: str, pause: Pause, outcome: str, via: str, *, by: str | None = None
-) -> list[str]:
-    """One audit record: the common fields, then who, why, until when, and what exactly was paused."""
-    t = pause.target
-    paused = action == "pause"
-    extra: dict[str, Any] = {
-        "who": "expiry" if by == BY_EXPIRY else operator(),
-        "reason": pause.reason if paused else by or "resumed",
-        "until": None if pause.until is None else iso(pause.until),
-        "task_type": t.task_type,
-        "schedule": t.schedule,
-        "via": via,
-    }
-    if not paused:
-        extra["paused_by"], extra["paused_for"] = pause.who, pause.reason
-    try:
-        audit.append(
-            settings.audit_log,
-            profile=settings.profile,
-            action=action,
-            target=t.schedule if t.schedule is not None else t.queue,
-            count=1,
-            outcome=outcome,
-            extra=extra,
-        )
-    except OSError as exc:
-        return [f"cannot append to the audit log {settings.audit_log}: {exc.strerror}"]
-    return []
+def auditor_of(settings: Settings) -> PauseAudit:
+    """Where the profile's pause records go."""
+    return PauseAudit(settings.audit_log, settings.profile)

@@ -9,6 +9,10 @@ The exporter sums the queues past ``--max-queues`` into one series (``folded="tr
 no queue's, so no per-queue rule looks at it (each matches ``folded!="true"``), and one more rule pages while
 any queue is folded, since the dashboard may paint a folded queue red that no rule can see.
 
+One rule pages on a pause that has stood longer than the profile's ``pause_threshold_s`` (an hour by default):
+a pause is meant to stop the bleeding for a while, and one forgotten stops the work for good
+(:data:`PAUSE_LONG`, over ``tqadmin_paused_since_timestamp_seconds``).
+
 Two rules watch the exporter's own view of each profile, which the dashboard shows in its banner: the
 profile down (``tqadmin_up`` 0: the last poll failed, or the one under way is past its deadline) for
 :data:`DOWN_FOR`, and its values older than :data:`POLL_STALE_S` (the poll age, which grows while the broker
@@ -30,6 +34,7 @@ FAILURE_WINDOW = "1m"  # the dashboard's telemetry window (tqadmin.tui.sources.S
 QUEUES_FOLDED = "TqadminQueuesFolded"
 PROFILE_DOWN = "TqadminProfileDown"
 POLL_STALE = "TqadminPollStale"
+PAUSE_LONG = "TqadminPauseLong"
 DOWN_FOR = "5m"  # a broker restart or a failover is waited out; an outage pages
 POLL_STALE_S = 120  # the values served are that old: a poller that hangs or stopped
 VERDICT_FOR = "0s"  # a verdict is judged over the profile's stall_after_s: no second wait on top
@@ -39,7 +44,9 @@ def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
     lines = ["groups:"]
     for profile, thresholds in profiles:
         lines += [f"  - name: {json.dumps(f'tqadmin-{profile}')}", "    rules:"]
-        rules = [(*rule, FOR) for rule in profile_rules(profile, thresholds)]
+        rules = [
+            (*rule, FOR) for rule in profile_rules(profile, thresholds) + pause_rules(profile, thresholds)
+        ]
         rules += verdict_rules(profile) + health_rules(profile)
         for alert, expr, summary, wait in rules:
             lines += [
@@ -147,6 +154,22 @@ def verdict_rules(profile: str) -> list[tuple[str, str, str, str]]:
             " which and why)",
             VERDICT_FOR,
         ),
+    ]
+
+
+def pause_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, str]]:
+    """(alert, expression, summary) of the rule on pauses that stood too long (none without a threshold)."""
+    if thresholds.pause_s is None:
+        return []
+    p = f"profile={json.dumps(profile)}"
+    limit = exact(thresholds.pause_s)
+    return [
+        (
+            PAUSE_LONG,
+            f"time() - {names.PAUSED_SINCE}{{{p}}} > {limit}",
+            "{{ $labels.queue }} ({{ $labels.task_type }}): paused for over " + limit + " s; resume it"
+            " (tqadmin resume) or say why it stands",
+        )
     ]
 
 

@@ -10,7 +10,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import FrameType
 
@@ -18,11 +18,16 @@ from tqadmin.backoff import START_WAIT_S
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import UsageError
 from tqadmin.masking import MaskingFormatter
+from tqadmin.pipeline.cron.control import CronControl
+from tqadmin.pipeline.cron.jobs import Publish
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
-from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Publish, Scheduler
+from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Scheduler
 from tqadmin.pipeline.cron.sink import SINK_ENV, RedisListSink
 from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.store.lease import open_cron_store
+from tqadmin.store.pause_audit import PauseAudit
+from tqadmin.store.pauses import open_pauses
+from tqadmin.store.triggers import open_triggers
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -66,9 +71,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         # Fail at start, not at the first tick: a misconfigured instance that led would sit on the lease,
         # retrying, while correctly configured ones waited.
         store.leader()
-        with _publisher(ctx, {s.queue for s in schedules}) as publish:
+        with _publisher(ctx, {s.queue for s in schedules}) as publish, _control(ctx, args, logger) as control:
             scheduler = Scheduler(
-                schedules, store, publish, instance=instance, lock_ttl_s=args.lock_ttl_s, logger=logger
+                schedules,
+                store,
+                publish,
+                instance=instance,
+                lock_ttl_s=args.lock_ttl_s,
+                logger=logger,
+                control=control,
             )
             stop = threading.Event()
             with _stop_on_signals(stop):
@@ -96,6 +107,17 @@ def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
         # Connects: a refused login ends here; a broker still booting is waited for, START_WAIT_S at most.
         once_reachable(lambda: publish.declare(sorted(queues)), Retrying(), START_WAIT_S, "no broker yet")
         yield publish
+
+
+@contextmanager
+def _control(ctx: CommandContext, args: argparse.Namespace, logger: logging.Logger) -> Iterator[CronControl]:
+    """The schedules' pauses and the trigger requests, from the profile's state store."""
+    timeout_s = ctx.settings.timeout_s
+    with (
+        closing(open_pauses(ctx.settings.store_url, timeout_s=timeout_s)) as pauses,
+        closing(open_triggers(ctx.settings.store_url, args.namespace, timeout_s=timeout_s)) as triggers,
+    ):
+        yield CronControl(pauses, triggers, PauseAudit(ctx.settings.audit_log, ctx.settings.profile), logger)
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import NoDatabase
+from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.file_access import Access
 from tqadmin.store.pauses import Pause, PauseStore, Target, iso, open_pauses
 from tqadmin.tables import table
@@ -52,10 +52,13 @@ def render(standing: list[Pause], now: float) -> str:
 
 
 def add_target(parser: argparse.ArgumentParser, what: str) -> None:
-    """QUEUE, ``--task-type`` and ``--yes``, worded alike for ``pause`` and ``resume``."""
-    parser.add_argument("queue", metavar="QUEUE", help=f"queue whose {what}")
+    """QUEUE, ``--task-type``, ``--schedule`` and ``--yes``, worded alike for ``pause`` and ``resume``."""
+    parser.add_argument("queue", metavar="QUEUE", nargs="?", help=f"queue whose {what}")
     parser.add_argument(
         "--task-type", metavar="T", help=f"only this task type's {what} (the others as they are)"
+    )
+    parser.add_argument(
+        "--schedule", metavar="NAME", help=f"the cron schedule whose {what}, instead of a queue (its ticks)"
     )
     parser.add_argument(
         "--yes",
@@ -65,7 +68,19 @@ def add_target(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def target_of(args: argparse.Namespace) -> Target:
+    """A queue (with or without ``--task-type``) or ``--schedule NAME``: exactly one, or a usage error."""
+    if (args.queue is None) == (args.schedule is None):
+        raise UsageError("name a QUEUE or --schedule NAME (one of them); nothing was written")
+    if args.schedule is not None:
+        if args.task_type:
+            raise UsageError("--task-type is for a queue's jobs, not with --schedule; nothing was written")
+        return Target(schedule=args.schedule)
     return Target(queue=args.queue, task_type=args.task_type or None)
+
+
+def named(target: Target) -> str:
+    """What the confirmation asks for and ``--json`` calls the target: the queue, or the schedule."""
+    return target.schedule if target.schedule is not None else target.queue or ""
 
 
 def open_writer(ctx: CommandContext) -> AbstractContextManager[PauseStore]:

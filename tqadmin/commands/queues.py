@@ -17,6 +17,7 @@ from typing import Any
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.finite import finite
+from tqadmin.frameworks import own_pauses
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import QueueListing, QueueStats
@@ -73,6 +74,8 @@ def paused_lines(queues: Iterable[QueueStats], pauses: list[Pause] | None, now: 
     """``paused orders (charge_card): paused 12m left: <reason>``, one line per pause of a queue listed."""
     lines = []
     for q in queues:
+        if (own := own_pauses.said(q)) is not None:  # another framework's own pause (Sidekiq's)
+            lines.append(printable(f"paused {q.name}: {own}"))
         for p in of_queue(pauses or (), q.name):
             what = f"{q.name} ({p.target.task_type})" if p.target.task_type else q.name
             lines.append(printable(f"paused {what}: {p.describe(now)}"))

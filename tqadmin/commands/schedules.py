@@ -1,4 +1,5 @@
-"""``tqadmin schedules``: each schedule's next and last fire, lateness, and who leads with which token."""
+"""``tqadmin schedules``: each schedule's next and last fire, lateness, and who leads with which token;
+the paused schedules and, with ``--next N``, each one's next N fire times (:mod:`~.cron.upcoming`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, schedule_rows
+from tqadmin.pipeline.cron.upcoming import annotate, render_extras
 from tqadmin.reading.reading import Part
 from tqadmin.tables import table
 
@@ -23,14 +26,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.toml",
         help="a schedule file (default: the schedules running cron instances registered in the store)",
     )
+    parser.add_argument(
+        "--next",
+        type=positive(int),
+        default=None,
+        metavar="N",
+        help="also list each schedule's next N fire times",
+    )
     add_namespace_option(parser)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     file_schedules = load_schedules(args.schedule) if args.schedule else ()
-    reading = ctx.read({Part.CRON}, needed=Part.CRON, cron_namespace=args.namespace, schedules=file_schedules)
+    reading = ctx.read(
+        {Part.CRON, Part.PAUSES}, needed=Part.CRON, cron_namespace=args.namespace, schedules=file_schedules
+    )
     status = reading.cron or before_any_cron(file_schedules)
-    ctx.emit(status.to_json(), lambda: render(status))
+    document = status.to_json()
+    if reading.pauses is None:
+        ctx.progress(f"tqadmin: warning: the pauses could not be read: {reading.unread[Part.PAUSES].why}")
+    pauses = reading.pauses.standing if reading.pauses is not None else ()
+    paused = annotate(document, status.rows, pauses, status.now, args.next)
+    ctx.emit(
+        document,
+        lambda: "\n".join([render(status), *render_extras(status.rows, paused, status.now, args.next)]),
+    )
     return 0
 
 

@@ -13,9 +13,9 @@ from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError, UsageError
-from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
+from tqadmin.pipeline.breaker import BreakRule
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.ledger import RunLedger, recover_claims
 from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
@@ -25,7 +25,8 @@ from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.background import PluginFault
-from tqadmin.store.pauses import open_pauses
+from tqadmin.store.pause_audit import PauseAudit
+from tqadmin.store.pauses import open_pauses, parse_duration
 from tqadmin.telemetry.endpoint import MetricsServer
 from tqadmin.telemetry.prometheus import worker_families
 
@@ -58,6 +59,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_RECHECK_S,
         metavar="S",
         help="a paused job is put back for at most S seconds before it is looked at again (default 10)",
+    )
+    parser.add_argument(
+        "--break-after",
+        type=positive(int),
+        default=None,
+        metavar="N",
+        help="the breaker: N failed runs in a row of a task type pause it for --break-for (off by default)",
+    )
+    parser.add_argument(
+        "--break-for",
+        default=None,
+        metavar="DURATION",
+        help="how long the breaker pauses a task type: 30s, 10m, 2h, 1d (with --break-after)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -93,6 +107,7 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return WorkerSettings(
+        breaker=_break_rule(args),
         queue=args.queue,
         concurrency=args.concurrency,
         prefetch=args.prefetch,
@@ -104,6 +119,22 @@ def settings_from(args: argparse.Namespace) -> WorkerSettings:
         heartbeat_s=args.heartbeat,
         pause_recheck_s=args.pause_recheck,
     )
+
+
+def _break_rule(args: argparse.Namespace) -> BreakRule | None:
+    """The worker's breaker (``--break-after N --break-for DURATION``), both or neither; ``--break-for``
+    alone is the pause of the tasks whose decorator sets ``break_after`` only."""
+    if args.break_for is None:
+        if args.break_after is not None:
+            raise UsageError("--break-after needs --break-for: how long the breaker pauses a task type")
+        return None
+    try:
+        for_s = parse_duration(args.break_for)
+    except UsageError:
+        raise UsageError(f"--break-for {args.break_for!r} is not a duration: 30s, 10m, 2h or 1d") from None
+    if for_s is None:
+        raise UsageError("--break-for forever: a breaker's pause ends by itself; say how long, as 10m")
+    return BreakRule(args.break_after or 0, for_s)
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -125,7 +156,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         try:
             store = opening()
             store.check()
-            pauses = open_pauses(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s, access=Access.READ)
+            pauses = open_pauses(ctx.settings.store_url, timeout_s=ctx.settings.timeout_s)
             with ctx.plugin().transport(ctx.broker_config()) as transport, closing(pauses):
                 worker = Worker(
                     settings,
@@ -137,6 +168,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                     pulse=None if watchdog is None else watchdog.pulse,
                     watchdog_restarts=watchdog_restarts(),
                     pauses=pauses,
+                    auditor=PauseAudit(ctx.settings.audit_log, ctx.settings.profile),
                 )
                 for signum in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(signum, lambda _s, _f: worker.request_stop())

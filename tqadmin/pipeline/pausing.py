@@ -8,6 +8,10 @@ and nothing dead-lettered. Giving a delivery straight back would only bring it s
 consumer (every broker here hands a released delivery out again at once), so it comes back after
 ``min(time the pause has left, recheck)``; that is also the most a set-aside job waits after a resume.
 
+Each read first reaps the pauses that ran out (:func:`tqadmin.store.pause_audit.reap`), so an expiry is
+written to the audit log once ("resumed by expiry") by whichever worker, cron leader or command sees it first,
+without anyone having to come by.
+
 A store that cannot be read keeps the last set read (a warning every 10 s at most): a worker never starts
 paused work because the store blinked. A pause's end is kept on the local monotonic clock from the moment it
 was read, so an expiry takes effect between two reads too.
@@ -24,11 +28,13 @@ from dataclasses import dataclass
 from tqadmin.masking import shown
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
+from tqadmin.store.pause_audit import PauseAudit, reap
 from tqadmin.store.pauses import Pause, PauseStore
 
 log = logging.getLogger("tqadmin.worker")
 
 DEFAULT_RECHECK_S = 10.0
+VIA = "worker"  # the audit records' ``via`` for the expiries a worker reaps
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +52,11 @@ class PauseWatch:
         source: PauseStore | None,
         recheck_s: float = DEFAULT_RECHECK_S,
         clock: Callable[[], float] = time.monotonic,
+        auditor: PauseAudit | None = None,
     ) -> None:
         self._queue = queue
         self._source = source
+        self._auditor = auditor  # where the expiries this worker reaps are recorded (None: it reaps none)
         self._recheck_s = recheck_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -59,12 +67,10 @@ class PauseWatch:
         """Read the pause set again; on a store failure keep the last one."""
         if self._source is None:
             return
-        try:
-            now, pauses = self._source.standing()
-        except Exception as exc:  # the store away, or an answer it should not give: the monitor goes on
-            if self._trouble.allow():
-                log.warning("could not read the pauses (the last ones read stand): %s", exc)
+        read = read_pauses(self._source, self._auditor, VIA, log, self._trouble)
+        if read is None:
             return
+        now, pauses = read
         local = self._clock()
         mine = {
             p.target.key: _Standing(p, None if p.until is None else local + max(p.until - now, 0.0))
@@ -97,6 +103,23 @@ class PauseWatch:
         ends = [s.ends for s in covering]
         left = None if None in ends else max(e for e in ends if e is not None) - now
         return self._recheck_s if left is None else max(min(left, self._recheck_s), 0.1)
+
+
+def read_pauses(
+    source: PauseStore, auditor: PauseAudit | None, via: str, logger: logging.Logger, trouble: Throttle
+) -> tuple[float, list[Pause]] | None:
+    """Reap the expired pauses (each audited once, when there is an ``auditor``), then read those standing;
+    ``None`` when the store could not be read (said every so often, as ``trouble`` allows): the caller keeps
+    the last set it read."""
+    try:
+        if auditor is not None:
+            for warning in reap(source, auditor, via)[1]:
+                logger.warning("%s", warning)
+        return source.standing()
+    except Exception as exc:  # the store away, or an answer it should not give: the caller goes on
+        if trouble.allow():
+            logger.warning("could not read the pauses (the last ones read stand): %s", exc)
+        return None
 
 
 def _what(pause: Pause) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tqadmin.pipeline.breaker import BreakRule
 from tqadmin.pipeline.job import DEFAULT_MAX_BYTES
 from tqadmin.pipeline.pausing import DEFAULT_RECHECK_S
 from tqadmin.pipeline.retry import RetryPolicy
@@ -25,6 +26,7 @@ class WorkerSettings:
     dedup: bool = True
     heartbeat_s: float = 2.0
     pause_recheck_s: float = DEFAULT_RECHECK_S  # the longest a set-aside job waits after a resume
+    breaker: BreakRule | None = None  # --break-after / --break-for: the tasks' default (None: no breaker)
 
     @property
     def effective_prefetch(self) -> int:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
 from tqadmin.masking import shown
+from tqadmin.pipeline.breaker import Breaker
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
 from tqadmin.pipeline.job import Job
@@ -68,7 +69,9 @@ class Settler:
         leased: bool,
         over: Callable[[Run], None],
         copies: Copies,
+        breaker: Breaker | None = None,
     ) -> None:
+        self._breaker = breaker  # told how each run ended (opt in: --break-after, @task(break_after=...))
         self._queue = settings.queue
         self._policy = settings.policy
         self._consumer = consumer
@@ -85,6 +88,8 @@ class Settler:
         """Settle a run that has ended, or defer it to the next round trip: a claimed run with nothing to
         commit goes out as a mark with the next trip (and holds the gate until :meth:`marked`)."""
         deferred = False
+        if self._breaker is not None:
+            self._breaker.ran(run.spec, run.started, None if failure is None else failure.error)
         try:
             if failure is None:
                 effect = ctx.combined_effect()
@@ -121,8 +126,11 @@ class Settler:
     def timed_out(self, run: Run, limit_s: float) -> None:
         """Settle a run the monitor abandoned past ``--job-timeout`` as a failed one."""
         run.run_s = time.monotonic() - run.started
+        failure = Failed(Failure.TIMEOUT, TimeoutError(f"the run took over {limit_s:g} s"))
+        if self._breaker is not None:
+            self._breaker.ran(run.spec, run.started, failure.error)
         try:
-            self._settle(run, Failed(Failure.TIMEOUT, TimeoutError(f"the run took over {limit_s:g} s")))
+            self._settle(run, failure)
         except TqadminError as exc:
             log.warning("could not settle timed-out job %s: %s", shown(run.job.id), exc)
         finally:  # only now: a suspect must not start while this job still holds its claim

@@ -27,6 +27,7 @@ from typing import Any
 
 from tqadmin.errors import UsageError
 from tqadmin.store.base import Effect, Transaction
+from tqadmin.store.pauses import parse_duration
 from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPE_CHARS
 
 TaskFn = Callable[["TaskContext", dict[str, Any]], object]
@@ -47,6 +48,8 @@ class TaskSpec:
     name: str
     fn: TaskFn
     max_retries: int | None = None
+    break_after: int | None = None  # the breaker's failures in a row (0: none; None: the worker's)
+    break_for_s: float | None = None  # how long it pauses the type (None: the worker's --break-for)
 
 
 class TaskRegistry:
@@ -91,20 +94,49 @@ class TaskRegistry:
 REGISTRY = TaskRegistry()
 
 
-def task(name: str, *, max_retries: int | None = None) -> Callable[[TaskFn], TaskFn]:
-    """Register ``fn`` as the handler of jobs whose ``task_type`` is ``name``; returns ``fn`` unchanged."""
+def task(
+    name: str,
+    *,
+    max_retries: int | None = None,
+    break_after: int | None = None,
+    break_for: float | str | None = None,
+) -> Callable[[TaskFn], TaskFn]:
+    """Register ``fn`` as the handler of jobs whose ``task_type`` is ``name``; returns ``fn`` unchanged.
+
+    ``break_after`` N and ``break_for`` (seconds, or ``30s``, ``10m``, ``2h``, ``1d``): N failed runs in a row
+    of this task in one worker pause it for that long (:mod:`tqadmin.pipeline.breaker`); they win over the
+    worker's ``--break-after`` and ``--break-for``; ``break_after=0`` keeps the task out of the breaker."""
     if not name:
         raise UsageError("@task needs a non-empty name")
     if max_retries is not None and max_retries < 0:
         raise UsageError(f"@task({name!r}): max_retries must not be negative")
+    if break_after is not None and (isinstance(break_after, bool) or break_after < 0):
+        raise UsageError(f"@task({name!r}): break_after must be a count of failures, 0 for no breaker")
+    break_for_s = _break_seconds(name, break_for)
 
     def register(fn: TaskFn) -> TaskFn:
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise UsageError(f"@task({name!r}): async functions are not supported; use a plain def")
-        REGISTRY.register(TaskSpec(name, fn, max_retries))
+        REGISTRY.register(TaskSpec(name, fn, max_retries, break_after, break_for_s))
         return fn
 
     return register
+
+
+def _break_seconds(name: str, given: float | str | None) -> float | None:
+    """``break_for`` in seconds: a positive number, or a duration as ``--for`` takes one (never forever: a
+    breaker's pause ends by itself)."""
+    if given is None:
+        return None
+    try:
+        seconds = float(given) if isinstance(given, int | float) else parse_duration(given)
+    except UsageError:
+        seconds = None
+    if seconds is None or not 0 < seconds < float("inf") or isinstance(given, bool):
+        raise UsageError(
+            f"@task({name!r}): break_for {given!r} is not a duration: seconds, or 30s, 10m, 2h, 1d"
+        )
+    return seconds
 
 
 def load_tasks(module: str, registry: TaskRegistry = REGISTRY) -> TaskRegistry:

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 
 from tqadmin.backoff import START_WAIT_S
+from tqadmin.pipeline.breaker import Breaker, rule_for
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.intake import Intake
@@ -56,6 +57,7 @@ from tqadmin.pipeline.trouble import Trouble
 from tqadmin.plugin.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
+from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import PauseStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.progress import Progress
@@ -80,10 +82,12 @@ class Worker:
         pulse: Pulse | None = None,
         watchdog_restarts: int = 0,
         pauses: PauseStore | None = None,
+        auditor: PauseAudit | None = None,
     ) -> None:
         self.settings = settings
         # what must not start now, read each heartbeat (None: no pause is ever read)
-        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s)
+        self._pauses = PauseWatch(settings.queue, pauses, settings.pause_recheck_s, auditor=auditor)
+        self._pause_store, self._auditor = pauses, auditor
         self.restarts = restarts  # processes its supervisor started before this one (in the heartbeat)
         self.watchdog_restarts = watchdog_restarts  # of those, the ones its watchdog's kills made
         self._pulse = pulse  # the intake loop's turns, for its supervisor's watchdog (--watchdog)
@@ -146,6 +150,7 @@ class Worker:
             leased=leased,
             over=self._running.over,
             copies=copies,
+            breaker=self._breaker(),
         )
         runner = Runner(
             s.queue,
@@ -204,6 +209,20 @@ class Worker:
             self._heartbeat.beat(final=True)
         if self.failure is not None:
             raise self.failure
+
+    def _breaker(self) -> Breaker | None:
+        """The breaker, when this worker or one of its tasks asks for one and there is a store to pause in."""
+        rules = [rule_for(spec, self.settings.breaker) for spec in self.registry]
+        if self._pause_store is None or not any(rules):
+            return None
+        return Breaker(
+            self.settings.queue,
+            self.settings.breaker,
+            store=self._pause_store,
+            auditor=self._auditor,
+            watch=self._pauses,
+            who=f"breaker@{self.worker_id}",
+        )
 
     def request_stop(self) -> None:
         """Ask for :meth:`stop` from a signal handler: it only sets a flag, which the monitor thread acts on.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
+from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
 from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
@@ -74,14 +75,15 @@ def observations(
     frameworks: WorkerReading,
     pauses: Pauses | None,
 ) -> list[Observation]:
-    """Each of ``queues`` as the verdict sees it at ``at``; a queue is paused by a pause of the whole queue
-    (a paused task type is said beside the verdict by the face)."""
+    """Each of ``queues`` as the verdict sees it at ``at``; a queue is paused by a pause of the whole queue,
+    tqadmin's or its own framework's (Sidekiq's ``paused`` set); a paused task type is said beside the
+    verdict by the face."""
     own = [(r.snapshot, r.age_s, r.alive) for r in records]
     standing = pauses.standing if pauses is not None else ()
     found = []
     for queue in queues:
         workers = own_views(own, queue.name, at) + foreign_views(frameworks, queue.name)
         whole = [p for p in of_queue(standing, queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(pauses.now_s) if whole and pauses is not None else None
+        paused = whole[0].describe(pauses.now_s) if whole and pauses is not None else own_pauses.said(queue)
         found.append(observation(queue, at, workers, paused))
     return found

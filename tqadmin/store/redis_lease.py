@@ -271,7 +271,7 @@ class RedisCronStore(CronStore):
         values = self._run(lambda: self._client.mget([self.key(str(ident)) for ident, _ in entries]))
         records = []
         for (ident, _), value in zip(entries, values, strict=True):
-            _, name, scheduled = str(ident).rsplit(":", 2)
+            name, scheduled = str(ident).removeprefix("cron:").rsplit(":", 1)  # a trigger's name holds one :
             records.append(
                 _record(name, int(scheduled), value)
                 or TickRecord(name, int(scheduled), TickState.CLAIMED, 0, "")

@@ -27,22 +27,21 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from tqadmin.backoff import reconnect_backoff
 from tqadmin.errors import TqadminError
+from tqadmin.pipeline.cron.control import CronControl
+from tqadmin.pipeline.cron.jobs import Publish, PublishFailed, cron_job, publish_job, trigger_job
 from tqadmin.pipeline.cron.misfire import plan
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTANCES_AFTER_S
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.cron.timing import splay_offset
-from tqadmin.pipeline.job import Job
 from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id
-
-Publish = Callable[[str, Job], None]
-"""``publish(queue, job)``: durable and confirmed; raises when the broker did not confirm."""
+from tqadmin.store.triggers import TriggerRequest
 
 DEFAULT_LOCK_TTL_S = 15.0
 MIN_WAIT_S = 0.01
@@ -71,16 +70,6 @@ class SystemClock:
         interrupt.wait(seconds)
 
 
-class PublishFailed(Exception):
-    """A tick's job was not confirmed; it stays pending and is published again after a back-off."""
-
-
-def cron_job(schedule: Schedule, scheduled: int, token: int, instance: str, now: float) -> Job:
-    """The job of one tick: the schedule's fields plus ``scheduled``, ``fencing_token`` and ``instance``."""
-    fields = {**schedule.job, "scheduled": scheduled, "fencing_token": token, "instance": instance}
-    return Job(schedule.task_type, tick_id(schedule.name, scheduled), iso(now) or "", 0, fields)
-
-
 @dataclass(slots=True)
 class _Track:
     schedule: Schedule
@@ -103,7 +92,9 @@ class Scheduler:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         logger: logging.Logger | None = None,
+        control: CronControl | None = None,
     ) -> None:
+        self._control = control  # pauses and triggers (:mod:`tqadmin.pipeline.cron.control`)
         self.instance = instance
         self.lock_ttl_s = lock_ttl_s
         self._store = store
@@ -150,6 +141,10 @@ class Scheduler:
                 self._arm()
             if self.lease is not None and self._recover:
                 self._recover_pending()
+            if self.lease is not None and self._control is not None:
+                self._control.refresh()
+                if not self._control.fire_triggers(self._store, self.lease, self._fire_trigger):
+                    self._step_down("fencing token no longer current")
             if self.lease is not None:
                 self._fire_due()
         except (TqadminError, PublishFailed) as exc:
@@ -316,6 +311,15 @@ class Scheduler:
                     self._step_down("fencing token no longer current")
                     return
                 track.cursor = decision.missed_last
+            pause = self._control.paused(schedule.name) if self._control else None
+            if self._control and pause and decision.due:  # skipped under this token: no leader fires them
+                if not self._store.mark_missed(lease, schedule.name, decision.due[-1], 0):
+                    self._step_down("fencing token no longer current")
+                    return
+                track.cursor = decision.due[-1]
+                self._control.skipped(pause, schedule.name, list(decision.due))
+                track.next_fire_at = decision.next_fire_at
+                continue
             for tick in decision.due:
                 if not self._leading():
                     return
@@ -343,14 +347,21 @@ class Scheduler:
         now = self._clock.time()
         job = cron_job(schedule, tick, lease.token, self.instance, now)
         try:
-            self._publish(schedule.queue, job)
-        except Exception as exc:
+            publish_job(self._publish, schedule.queue, job)
+        except PublishFailed:
             self._recover = True
-            detail = str(exc) if isinstance(exc, TqadminError) else f"{type(exc).__name__}: {exc}"
-            raise PublishFailed(f"publishing {job.id} to {schedule.queue!r} failed: {detail}") from exc
+            raise
         self._unmarked[(schedule.name, tick)] = lease
         self._mark_unmarked(retried=False)
         self._log.debug("fired %s (token %d, %.3fs late)", job.id, lease.token, now - tick - track.offset)
+
+    def _fire_trigger(self, request: TriggerRequest, lease: Lease) -> bool:
+        """Publish the tick ``request`` asks for; ``False`` when this cron runs no such schedule."""
+        track = self._tracks.get(request.schedule)
+        if track is not None:
+            job = trigger_job(track.schedule, request, lease.token, self.instance, self._clock.time())
+            publish_job(self._publish, track.schedule.queue, job)
+        return track is not None
 
     def _wait(self) -> float:
         monotonic = self._clock.monotonic()

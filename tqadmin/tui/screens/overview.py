@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
 from tqadmin.alerting.conditions import queue_contexts
+from tqadmin.frameworks import own_pauses
 from tqadmin.plugin.delays import work_queues
 from tqadmin.telemetry.verdict import VERDICTS, QueueVerdict
 from tqadmin.tui.model import paused_labels
@@ -84,7 +85,8 @@ class OverviewScreen(QueueScreen):
         telemetry = self.tq.telemetry
         workers = [(w.queue.split(","), w.alive is True) for w in telemetry.workers] if telemetry else []
         contexts = queue_contexts(self.tq.board.stats.values(), workers, self.tq.verdicts)
-        paused = paused_labels(self.tq.pauses[1], self.tq.pauses[0])
+        paused = own_pauses.labels(self.tq.board.stats.values())  # Sidekiq's own, beside tqadmin's
+        paused |= paused_labels(self.tq.pauses[1], self.tq.pauses[0])
         self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts, paused)
 
     def show_queues(self, _: None = None) -> None:
