@@ -199,7 +199,7 @@ def test_a_raw_consumer_that_takes_its_prefetch_and_never_acks_stalls_its_queue(
 
         def figures() -> bool:
             code, document, _ = tq_json("--broker", AMQP_URL, "queues", "--filter", name)
-            return code == 0 and any(q["unacked"] == 3 for q in document["queues"])
+            return code == 0 and any((q["unacked"], q["consumers"]) == (3, 1) for q in document["queues"])
 
         deadline = time.monotonic() + 30
         while not figures() and time.monotonic() < deadline:
