@@ -8,6 +8,8 @@ to the verdict (RabbitMQ's figures lag up to its 5 s statistics interval, the wi
 from __future__ import annotations
 
 import contextlib
+import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ from worker_harness import (  # noqa: F401 - the fixtures
 
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
+from tqadmin.plugin.models import Message
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.reading.recording import RECORD_EVERY_S, HistoryRecorder, history_name
 
@@ -295,3 +298,34 @@ def test_a_wedged_worker_is_named_and_unhealthy_in_the_human_output(
     assert lines[1].split()[:2] == [probe.pipeline.queue, "stalled"], out
     assert any(line.startswith("wedged worker ") and "all 1 job threads stuck" in line for line in lines), out
     assert lines[-1] == f"unhealthy: {probe.pipeline.queue} stalled, 1 wedged worker(s)", out
+
+
+@pytest.mark.parametrize("probe", [BROKERS[2]], indirect=True)
+def test_a_backlog_growing_faster_than_it_drains_is_degraded(probe: Probe, tmp_path: Path) -> None:
+    """Eight jobs a second for a worker that runs two: completions go on, the backlog rises throughout."""
+    url = probe.pipeline.broker_url or ""
+    probe.pipeline.start_with_tasks(TASKS, "--concurrency", "1", "--prefetch", "1", *HEARTBEAT)
+    stop = threading.Event()
+
+    def publish() -> None:
+        with plugin_for_url(url).transport(BrokerConfig(url=url)) as transport:
+            transport.declare(probe.pipeline.queue)
+            n = 0
+            while not stop.wait(0.25):
+                jobs = [
+                    {"task_type": "slow", "seconds": 0.5, "id": f"{probe.pipeline.queue}-{n + i}"}
+                    for i in (0, 1)
+                ]
+                transport.publish([(probe.pipeline.queue, Message(json.dumps(job).encode())) for job in jobs])
+                n += 2
+
+    publisher = threading.Thread(target=publish, daemon=True)
+    publisher.start()
+    try:
+        probe.pipeline.wait_for(lambda: probe.served(waiting=True), 30, "the backlog building")
+        code, queue, said = probe.health(window_s=8)
+    finally:
+        stop.set()
+        publisher.join(timeout=30)
+    assert (code, queue["verdict"]) == (7, "degraded"), (queue, said)
+    assert queue["reason"].startswith("backlog growing from "), queue

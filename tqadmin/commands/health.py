@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
     policy = VerdictPolicy(window_s)
-    reader = ProfileReader(ctx.settings, judges=[VerdictJudge(policy)])
+    reader = ProfileReader(ctx.settings, judges=[VerdictJudge(policy)], drain_window_s=window_s)
     try:
         reading, verdicts = _judged(ctx, reader, policy, args.name_filter)
     finally:

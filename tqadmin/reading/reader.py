@@ -40,7 +40,7 @@ from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import DrainWindow
+from tqadmin.plugin.drain import DEFAULT_WINDOW_S, DrainWindow
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading
@@ -76,8 +76,10 @@ class Judge(Protocol):
 class DrainJudge:
     """Each queue's drain estimate (:class:`~tqadmin.plugin.drain.DrainWindow`) over the listings read."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.window = DrainWindow(clock=clock)
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, window_s: float = DEFAULT_WINDOW_S
+    ) -> None:
+        self.window = DrainWindow(window_s, clock=clock)
 
     def judge(self, reading: ProfileReading) -> ProfileReading:
         if reading.listing is None:
@@ -103,6 +105,7 @@ class ReaderOptions(TypedDict, total=False):
     cron_namespace: str
     schedules: Sequence[Schedule]
     judges: Sequence[Judge]
+    drain_window_s: float
 
 
 class ProfileReader:
@@ -111,7 +114,8 @@ class ProfileReader:
     ``record``: this face writes what it reads to the profile's history (never on a read-only profile).
     ``history``: the history spans are read from, when it is not the profile's (a seeded screen's).
     ``window_s``: the telemetry window; ``cron_namespace`` and ``schedules`` (a schedule file's) what the
-    cron part reads; ``judges`` what is derived from successive readings, after the drain window.
+    cron part reads; ``judges`` what is derived from successive readings, after the drain window (over
+    ``drain_window_s``, 60 s unless said: ``tqadmin health`` gives its own window).
     """
 
     def __init__(self, settings: Settings, **options: Unpack[ReaderOptions]) -> None:
@@ -140,7 +144,8 @@ class ProfileReader:
         self._ledger = WorkerLedger()
         self.recorder = HistoryRecorder.of(settings, clock) if record and not settings.read_only else None
         self.history = options.get("history") or (HistoryReader.of(settings, clock) if record else None)
-        self.judges: tuple[Judge, ...] = (DrainJudge(clock), *options.get("judges", ()))
+        drain_s = options.get("drain_window_s", DEFAULT_WINDOW_S)
+        self.judges: tuple[Judge, ...] = (DrainJudge(clock, drain_s), *options.get("judges", ()))
         self._store_lock = threading.Lock()  # the store's connections and the history
         self._judge_lock = threading.Lock()
 
