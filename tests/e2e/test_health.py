@@ -329,3 +329,21 @@ def test_a_backlog_growing_faster_than_it_drains_is_degraded(probe: Probe, tmp_p
         publisher.join(timeout=30)
     assert (code, queue["verdict"]) == (7, "degraded"), (queue, said)
     assert queue["reason"].startswith("backlog growing from "), queue
+
+
+@pytest.mark.parametrize("probe", COUNTED, indirect=True)
+def test_a_queue_whose_waiting_task_type_is_paused_is_paused_not_stalled(probe: Probe) -> None:
+    """The worker sets the paused type's jobs aside (given back, or a short broker-side delay: docs/pause.md):
+    nothing runs, and that is the pause."""
+    probe.pipeline.start_with_tasks(TASKS, *HEARTBEAT)
+    probe.pipeline.wait_for(lambda: probe.served(waiting=False), 60, "the worker consuming")
+    store = ("--store", probe.pipeline.store_url)
+    code, _, err = probe.tq_json(*probe.broker, *store, "pause", probe.pipeline.queue, "--task-type", "quick",
+                                 "--for", "10m", "--reason", "vendor 503", "--yes")  # fmt: skip
+    assert code == 0, err
+    time.sleep(2)  # a heartbeat or two: the worker has read the pause
+    probe.publish([{"task_type": "quick", "id": f"j{i}"} for i in range(3)])
+    probe.pipeline.wait_for(lambda: (probe.shown() or {}).get("delayed", 0) >= 3, 30, "set aside, shown")
+    queue = probe.healthy()
+    assert queue["verdict"] == "paused", queue
+    assert queue["reason"].startswith("task type quick paused 9m"), queue

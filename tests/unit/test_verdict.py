@@ -203,3 +203,22 @@ def test_a_backlog_that_shrank_between_two_readings_is_progress_even_without_ack
     readings = every()
     readings[3:] = [replace(r, ready=300) for r in readings[3:]]
     assert watched(readings).verdict == OK
+
+
+def test_a_stall_with_a_paused_task_type_is_paused_and_says_both() -> None:
+    """The workers set the paused type's jobs aside: what waits may be all theirs."""
+    verdict = watched(every(paused_types="task type charge paused 9m left: vendor 503"))
+    assert verdict == QueueVerdict(
+        PAUSED,
+        "task type charge paused 9m left: vendor 503; ready 340 for 1m00s, 4 consumers, no ack in 1m00s",
+    )
+    moving = every(paused_types="task type charge paused 9m left: vendor 503")
+    moving[2] = replace(moving[2], ack_rate=1.0)
+    assert watched(moving).verdict == OK, "the other types complete: not paused"
+
+
+def test_work_set_aside_for_a_paused_task_type_is_paused_not_idle() -> None:
+    types = "task type charge paused 9m left: vendor 503"
+    verdict = watched(every(ready=0, delayed=3, paused_types=types))
+    assert verdict == QueueVerdict(PAUSED, f"{types}; nothing ready; 3 delayed, not yet due")
+    assert watched(every(ready=0, delayed=0, paused_types=types)).verdict == IDLE

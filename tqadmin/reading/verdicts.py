@@ -76,14 +76,16 @@ def observations(
     pauses: Pauses | None,
 ) -> list[Observation]:
     """Each of ``queues`` as the verdict sees it at ``at``; a queue is paused by a pause of the whole queue,
-    tqadmin's or its own framework's (Sidekiq's ``paused`` set); a paused task type is said beside the
-    verdict by the face."""
+    tqadmin's or its own framework's (Sidekiq's ``paused`` set); its paused task types make a stall
+    ``paused`` (their work is set aside), said in the reason."""
     own = [(r.snapshot, r.age_s, r.alive) for r in records]
-    standing = pauses.standing if pauses is not None else ()
+    standing, now = (pauses.standing, pauses.now_s) if pauses is not None else ((), 0.0)
     found = []
     for queue in queues:
         workers = own_views(own, queue.name, at) + foreign_views(frameworks, queue.name)
-        whole = [p for p in of_queue(standing, queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(pauses.now_s) if whole and pauses is not None else own_pauses.said(queue)
-        found.append(observation(queue, at, workers, paused))
+        mine = of_queue(standing, queue.name)
+        whole = [p.describe(now) for p in mine if p.target.task_type is None]
+        types = [f"task type {p.target.task_type} {p.describe(now)}" for p in mine if p.target.task_type]
+        paused = whole[0] if whole else own_pauses.said(queue)
+        found.append(observation(queue, at, workers, paused, "; ".join(types) or None))
     return found

@@ -19,7 +19,9 @@ A queue is ``stalled`` when work (ready, or held unacked in a consumer's prefetc
 window, at least one consumer or live worker serves it, and the sources prove no completion in the window:
 the broker's ack rate, or, where the broker gives none, every worker serving it (and no consumer besides
 them). Where no source can prove it the verdict is ``unknown`` and the reason says which source is missing.
-``degraded``: the backlog rose throughout the window, or it drains slower than
+A queue with a paused task type whose work does not move is ``paused``, not ``stalled`` (the work waiting
+may be that type's, set aside by the workers), the reason saying both. ``degraded``: the backlog rose
+throughout the window, or it drains slower than
 :attr:`VerdictPolicy.drain_limit_s`, or completions run far under arrivals (:attr:`VerdictPolicy.under_ratio`)
 while the backlog rose.
 
@@ -111,6 +113,7 @@ class Observation:
     growing: bool | None = None
     drain_s: float | None = None
     paused: str | None = None  # the standing pause, in words; None when the queue is not paused
+    paused_types: str | None = None  # its task types paused, in words: a stall may be theirs
 
     @property
     def waiting(self) -> int:
@@ -187,6 +190,8 @@ def judge(
         return QueueVerdict(PAUSED, last.paused)
     if last.waiting == 0:
         later = f"; {last.delayed} delayed, not yet due" if last.delayed else ""
+        if last.paused_types is not None and last.delayed:  # set aside by the pause (or retries)
+            return QueueVerdict(PAUSED, f"{last.paused_types}; nothing ready{later}")
         return QueueVerdict(IDLE, f"nothing waiting{later}")
     serving = _serving(last)
     if not serving:
@@ -219,9 +224,10 @@ def judge(
             if latest is not None
             else f"no {what} in {human_duration(last.at - since)}"
         )
-        return QueueVerdict(
-            STALLED, f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}"
-        )
+        stalled = f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}"
+        if last.paused_types is not None:  # the work waiting may be all the paused types': set aside
+            return QueueVerdict(PAUSED, f"{last.paused_types}; {stalled}")
+        return QueueVerdict(STALLED, stalled)
     degraded = _degraded(window, policy)
     if degraded is not None:
         return QueueVerdict(DEGRADED, f"{degraded}, {serving}")

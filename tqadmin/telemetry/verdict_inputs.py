@@ -70,7 +70,11 @@ def own_views(
 
 
 def observation(
-    stats: QueueFigures, at: float, workers: Sequence[WorkerView] = (), paused: str | None = None
+    stats: QueueFigures,
+    at: float,
+    workers: Sequence[WorkerView] = (),
+    paused: str | None = None,
+    paused_types: str | None = None,
 ) -> Observation:
     """One queue's observation at ``at`` from its figures (``drain_s`` and ``growing`` filled by a
     :class:`~tqadmin.plugin.drain.DrainWindow` over the same window), its workers and its standing pause."""
@@ -87,6 +91,7 @@ def observation(
         growing=stats.growing,
         drain_s=stats.drain_s,
         paused=paused,
+        paused_types=paused_types,
     )
 
 
