@@ -49,7 +49,7 @@ NAMES = {
     "sqlite_pipeline": "SQLite",
     "sqs_pipeline": "SQS",
 }
-COUNTED = BROKERS[:3]  # brokers that count consumers (SQS does not: its queue without one is unknown)
+COUNTED = BROKERS[:3]  # brokers that count consumers (SQS does not: no consumer takes a window there)
 
 
 class Probe:
@@ -347,3 +347,14 @@ def test_a_queue_whose_waiting_task_type_is_paused_is_paused_not_stalled(probe: 
     queue = probe.healthy()
     assert queue["verdict"] == "paused", queue
     assert queue["reason"].startswith("task type quick paused 9m"), queue
+
+
+@pytest.mark.parametrize("probe", [BROKERS[3]], indirect=True)
+def test_an_sqs_queue_that_nobody_receives_from_is_no_consumer_after_a_window(probe: Probe) -> None:
+    """SQS counts no consumers: work ready through a window, none in flight and none leaving is."""
+    probe.publish([{"task_type": "quick", "id": f"j{i}"} for i in range(3)])
+    queue = probe.healthy()
+    assert queue["verdict"] == "no consumer", queue
+    assert queue["reason"].startswith("ready 3 for ") and queue["reason"].endswith(
+        ", nothing received, no worker known"
+    )

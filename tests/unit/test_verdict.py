@@ -222,3 +222,14 @@ def test_work_set_aside_for_a_paused_task_type_is_paused_not_idle() -> None:
     verdict = watched(every(ready=0, delayed=3, paused_types=types))
     assert verdict == QueueVerdict(PAUSED, f"{types}; nothing ready; 3 delayed, not yet due")
     assert watched(every(ready=0, delayed=0, paused_types=types)).verdict == IDLE
+
+
+def test_without_a_consumer_count_a_window_in_which_nobody_received_anything_is_no_consumer() -> None:
+    """SQS counts no consumers: ready work that nobody took (nothing in flight, nothing left) for a window."""
+    untouched = every(consumers=None, ack_rate=None)
+    assert watched(untouched) == QueueVerdict(
+        NO_CONSUMER, "ready 340 for 1m00s, nothing received, no worker known"
+    )
+    taken = every(consumers=None, ack_rate=None)
+    taken[3] = replace(taken[3], unacked=1)
+    assert watched(taken).verdict == UNKNOWN, "someone received one: a consumer tqadmin does not know"

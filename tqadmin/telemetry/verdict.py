@@ -194,19 +194,16 @@ def judge(
             return QueueVerdict(PAUSED, f"{last.paused_types}; nothing ready{later}")
         return QueueVerdict(IDLE, f"nothing waiting{later}")
     serving = _serving(last)
-    if not serving:
-        if last.consumers == 0:
-            return QueueVerdict(NO_CONSUMER, f"{_waiting_text(last)}, no consumer and no live worker")
-        return QueueVerdict(
-            UNKNOWN,
-            f"{_waiting_text(last)}; the broker counts no consumers and no worker tqadmin knows serves it",
-        )
     start = last.at - policy.window_s
     window = [
         r
         for i, r in enumerate(readings)
         if r.at > start or (i + 1 < len(readings) and readings[i + 1].at > start)
     ]
+    if not serving:
+        if last.consumers == 0:
+            return QueueVerdict(NO_CONSUMER, f"{_waiting_text(last)}, no consumer and no live worker")
+        return _uncounted(readings, window, policy)
     completion = _completion(window, start)
     seen = last.at - readings[0].at
     if seen < policy.window_s and not completion.seen:
@@ -237,6 +234,26 @@ def judge(
             f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}; {completion.missing}",
         )
     return QueueVerdict(OK, _ok_text(last, completion.seen))
+
+
+def _uncounted(
+    readings: Sequence[Observation], window: Sequence[Observation], policy: VerdictPolicy
+) -> QueueVerdict:
+    """A queue whose broker counts no consumers (SQS) and that no known worker serves: ``no consumer`` once
+    a whole window showed work ready, nothing in flight and nothing leaving (nobody received anything), else
+    ``unknown``."""
+    last = readings[-1]
+    covered = last.at - readings[0].at >= policy.window_s
+    untouched = all(r.ready > 0 and r.unacked == 0 for r in window) and not any(
+        _completed_between(a, b) or (b.ack_rate or 0) > 0 for a, b in pairwise(window)
+    )
+    if covered and untouched:
+        span = human_duration(last.at - window[0].at)
+        return QueueVerdict(NO_CONSUMER, f"ready {last.ready} for {span}, nothing received, no worker known")
+    return QueueVerdict(
+        UNKNOWN,
+        f"{_waiting_text(last)}; the broker counts no consumers and no worker tqadmin knows serves it",
+    )
 
 
 @dataclass(frozen=True, slots=True)
