@@ -5,6 +5,8 @@ queues are not judged; a reading without a listing is passed on as it is."""
 
 from __future__ import annotations
 
+from tqadmin.frameworks import rq_workers
+from tqadmin.frameworks.progress import foreign_view
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.reading.reading import Pauses, ProfileReading
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
@@ -53,3 +55,12 @@ def test_a_queue_paused_whole_is_paused_with_the_pauses_words() -> None:
     judge.judge(ProfileReading("p", T0, pauses=Pauses(T0, (pause,))))
     found = verdicts_of(judge.judge(ProfileReading("p", T0 + 1, listing=LISTING)))
     assert found["orders"].verdict == "paused" and found["orders"].reason.endswith(": vendor 503")
+
+
+def test_an_rq_worker_s_finished_jobs_count_as_its_completions() -> None:
+    """RQ's registry hash counts the jobs a worker finished: a count that moved is progress, one that stood
+    through the window with work waiting proves the stall (the queue's consumer count is its workers)."""
+    fields = {"successful_job_count": "5", "failed_job_count": "1", "birth": T0, "queues": "orders"}
+    rq = rq_workers.worker("rq:worker:w1", fields, 400.0, {}, T0)
+    assert rq.ended == 6 and foreign_view(rq).completed == 6
+    assert rq_workers.worker("rq:worker:w1", {"birth": T0}, 400.0, {}, T0).ended is None

@@ -7,7 +7,9 @@ Sidekiq and others give their ``concurrency``. Celery's events name the tasks a 
 size; where the profile listens to them (``celery_events``), the tasks that ended, counted over every Celery
 worker the listener heard, are each Celery worker's ``completed``: a count that did not move proves that no
 Celery task ended anywhere, so none on this queue; one that moved may have been another queue's, which can
-only hide a stall, never invent one. Other frameworks count no completions tqadmin reads: ``None``.
+only hide a stall, never invent one. An RQ worker counts the jobs it finished (``successful_job_count`` and
+``failed_job_count`` of its registry hash), over every queue it serves, with the same caveat; other
+frameworks count none tqadmin reads: ``None``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def foreign_view(worker: ForeignWorker, tasks: Mapping[str, TaskStats] | None = 
     starts = tuple(job.started_at for job in worker.current_jobs if job.started_at is not None)
     complete = len(starts) == len(worker.current_jobs)
     slots = 1 if worker.framework == RQ else worker.concurrency
-    ended = None
+    ended = worker.ended
     if worker.framework == CELERY and tasks is not None:
         ended = sum(t.done + t.failed for t in tasks.values())
     name = f"{worker.framework}:{worker.name}"
