@@ -44,6 +44,7 @@ THRESHOLD_KEYS = frozenset(
         "depth_threshold",
         "oldest_age_threshold_s",
         "dlq_threshold",
+        "dlq_age_threshold_s",
         "failure_rate_threshold",
         "pause_threshold_s",
     }
@@ -74,6 +75,7 @@ class Thresholds:
     depth: int | None = None
     oldest_age_s: float | None = None
     dlq_messages: int | None = 1
+    dlq_oldest_age_s: float | None = 3600.0  # a dead letter an hour old has waited long enough for a look
     failure_rate: float | None = 0.05  # of a task type's runs over the telemetry window
     pause_s: float | None = 3600.0  # a pause standing longer pages (TqadminPauseLong): one forgotten
 
@@ -305,6 +307,7 @@ def _thresholds(table: Mapping[str, Any]) -> Thresholds:
         depth=int(depth) if depth is not None else None,
         oldest_age_s=number("oldest_age_threshold_s", defaults.oldest_age_s),
         dlq_messages=int(dlq) if dlq is not None else None,
+        dlq_oldest_age_s=number("dlq_age_threshold_s", defaults.dlq_oldest_age_s),
         failure_rate=number("failure_rate_threshold", defaults.failure_rate),
         pause_s=number("pause_threshold_s", defaults.pause_s),
     )

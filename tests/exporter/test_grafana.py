@@ -19,6 +19,7 @@ from tqadmin.exporter.series import fold, health_families, reading_families
 from tqadmin.pipeline.cron.status import CronStatus, ScheduleRow
 from tqadmin.plugin.models import QueueStats
 from tqadmin.telemetry.counters import Telemetry
+from tqadmin.telemetry.verdict import QueueVerdict
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "tqadmin.json"
 
@@ -39,7 +40,21 @@ def served_names() -> set[str]:
     telemetry.deduplicated("q", "t")
     telemetry.dead_lettered("q", "t", "fatal")
     queue = QueueStats(
-        "q", 1, 1, 0, 1, 1.0, 1.0, 1.0, oldest_age_s=3.0, dlq="q.dlq", dlq_messages=1, delayed=0
+        "q",
+        1,
+        1,
+        0,
+        1,
+        1.0,
+        1.0,
+        1.0,
+        oldest_age_s=3.0,
+        dlq="q.dlq",
+        dlq_messages=1,
+        delayed=0,
+        dlq_oldest_age_s=5.0,
+        drain_s=10.0,
+        growing=False,
     )
     reading = Served(
         "p",
@@ -48,6 +63,7 @@ def served_names() -> set[str]:
         workers=Counter(live=1),
         worker_queues=((("q",), True),),
         cron=CronStatus((_fired(),), None, 3, (), (), time.time()),
+        verdicts={"q": QueueVerdict("stalled", "ready 1 for 1m00s, 1 consumer, no ack in 1m00s")},
         up=True,
         last_success_s=time.time(),
         duration_s=0.1,

@@ -18,7 +18,7 @@ import pika
 import redis
 from celery_tasks import AMQP_URL, make_app
 
-from tests.conftest import AmqpQueues
+from tests.conftest import REDIS_URL, AmqpQueues
 
 HERE = Path(__file__).parent
 SHARED_SETS = (
@@ -158,3 +158,21 @@ def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, b
         client.hset(f"{identity}:work", "tid-1", json.dumps(work))
     client.sadd("processes", identity)
     return now
+
+
+@contextmanager
+def rq_worker(name: str, queue: str, tmp: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``rq worker`` as a user starts it, with a 2 s worker TTL so that a missed heartbeat shows at once."""
+    rq = Path(sys.executable).parent / "rq"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    argv = [str(rq), "worker", "--url", REDIS_URL, "--name", name, "--worker-ttl", "2", queue]
+    with (tmp / "rq-worker.log").open("wb") as log:
+        process = subprocess.Popen(
+            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)

@@ -11,14 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from framework_brokers import HERE, redis_state, sidekiq_process, wait_for
+from framework_brokers import redis_state, rq_worker, sidekiq_process, wait_for
 from rq import Queue
 
 from tests.conftest import REDIS_URL
@@ -32,24 +31,6 @@ def listed(tq: Tq, framework: str, name: str, *options: str) -> dict[str, Any] |
     code, doc, _ = tq(*options, "workers")
     assert code == 0, doc
     return next((w for w in doc["workers"] if (w["framework"], w["name"]) == (framework, name)), None)
-
-
-@contextmanager
-def rq_worker(name: str, queue: str, tmp: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``rq worker`` as a user starts it, with a 2 s worker TTL so that a missed heartbeat shows at once."""
-    rq = Path(sys.executable).parent / "rq"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    argv = [str(rq), "worker", "--url", REDIS_URL, "--name", name, "--worker-ttl", "2", queue]
-    with (tmp / "rq-worker.log").open("wb") as log:
-        process = subprocess.Popen(
-            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
 
 
 def test_a_real_rq_worker_is_shown_busy_with_its_job_then_idle_then_dead_once_killed(

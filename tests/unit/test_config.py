@@ -99,3 +99,17 @@ def test_a_plugin_option_comes_from_its_flag_its_environment_or_the_profile(tmp_
     config = resolve(flag, env).broker_config()
     assert config.option("management_url") == "http://flag:15672/"
     assert "pw" not in repr(config)
+
+
+def test_the_stall_window_is_the_profiles_stall_after_s_sixty_seconds_unless_set(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "[profiles.a]\nstall_after_s = 15\n[profiles.b]\n")
+    env = {"TQADMIN_CONFIG": str(path), "HOME": str(tmp_path)}
+    assert resolve(Overrides(profile="a"), env).stall_after_s == 15.0
+    assert resolve(Overrides(profile="b"), env).stall_after_s == 60.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5", '"soon"', "true"])
+def test_a_stall_window_that_is_no_positive_number_is_refused(tmp_path: Path, value: str) -> None:
+    path = write_config(tmp_path, f"[profiles.a]\nstall_after_s = {value}\n")
+    with pytest.raises(ConfigError, match="stall_after_s"):
+        resolve(Overrides(profile="a"), {"TQADMIN_CONFIG": str(path), "HOME": str(tmp_path)})

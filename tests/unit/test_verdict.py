@@ -196,3 +196,40 @@ def test_a_clock_that_steps_back_keeps_the_newer_reading() -> None:
 def test_a_window_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         VerdictPolicy(window_s=0)
+
+
+def test_a_backlog_that_shrank_between_two_readings_is_progress_even_without_acks() -> None:
+    """A consumer that takes messages without acking them (RabbitMQ's no-ack) leaves the ack rate at 0."""
+    readings = every()
+    readings[3:] = [replace(r, ready=300) for r in readings[3:]]
+    assert watched(readings).verdict == OK
+
+
+def test_a_stall_with_a_paused_task_type_is_paused_and_says_both() -> None:
+    """The workers set the paused type's jobs aside: what waits may be all theirs."""
+    verdict = watched(every(paused_types="task type charge paused 9m left: vendor 503"))
+    assert verdict == QueueVerdict(
+        PAUSED,
+        "task type charge paused 9m left: vendor 503; ready 340 for 1m00s, 4 consumers, no ack in 1m00s",
+    )
+    moving = every(paused_types="task type charge paused 9m left: vendor 503")
+    moving[2] = replace(moving[2], ack_rate=1.0)
+    assert watched(moving).verdict == OK, "the other types complete: not paused"
+
+
+def test_work_set_aside_for_a_paused_task_type_is_paused_not_idle() -> None:
+    types = "task type charge paused 9m left: vendor 503"
+    verdict = watched(every(ready=0, delayed=3, paused_types=types))
+    assert verdict == QueueVerdict(PAUSED, f"{types}; nothing ready; 3 delayed, not yet due")
+    assert watched(every(ready=0, delayed=0, paused_types=types)).verdict == IDLE
+
+
+def test_without_a_consumer_count_a_window_in_which_nobody_received_anything_is_no_consumer() -> None:
+    """SQS counts no consumers: ready work that nobody took (nothing in flight, nothing left) for a window."""
+    untouched = every(consumers=None, ack_rate=None)
+    assert watched(untouched) == QueueVerdict(
+        NO_CONSUMER, "ready 340 for 1m00s, nothing received, no worker known"
+    )
+    taken = every(consumers=None, ack_rate=None)
+    taken[3] = replace(taken[3], unacked=1)
+    assert watched(taken).verdict == UNKNOWN, "someone received one: a consumer tqadmin does not know"

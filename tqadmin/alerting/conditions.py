@@ -1,19 +1,23 @@
 """The alert conditions of a queue and of a task type, as the dashboard evaluates them.
 
-Three have a threshold from the profile (depth, oldest-message age, dead letters; a task type's failure rate
-over the telemetry window), two have none: ready messages that no consumer takes, and a queue whose workers
-are all dead. :mod:`tqadmin.alerting.rules` writes the same conditions as PromQL; a test evaluates both on one
-scrape and expects the same answers.
+Four have a threshold from the profile (depth, oldest-message age, dead letters, the oldest dead letter's
+age; a task type's failure rate over the telemetry window), four have none: ready messages that no consumer
+takes, a queue whose workers are all dead, and a queue the read service judges ``stalled`` or ``degraded``
+over the profile's ``stall_after_s`` (:mod:`tqadmin.reading.verdicts`). :mod:`tqadmin.alerting.rules` writes
+the same conditions as PromQL; a test evaluates both on one scrape and expects the same answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tqadmin.alerting.figures import exact
 from tqadmin.config import Thresholds
 from tqadmin.plugin.models import QueueStats
+from tqadmin.telemetry.verdict import DEGRADED as DEGRADED_VERDICT
+from tqadmin.telemetry.verdict import STALLED as STALLED_VERDICT
+from tqadmin.telemetry.verdict import QueueVerdict
 
 DEPTH = "TqadminQueueDepth"
 OLDEST = "TqadminQueueOldestMessage"
@@ -21,16 +25,21 @@ DEAD_LETTERS = "TqadminQueueDeadLetters"
 NO_CONSUMER = "TqadminQueueNoConsumer"
 WORKERS_DEAD = "TqadminQueueWorkersDead"
 FAILURE_RATE = "TqadminTaskFailureRate"
+DLQ_AGE = "TqadminQueueDeadLetterAge"
+STALLED = "TqadminQueueStalled"
+DEGRADED = "TqadminQueueDegraded"
+WEDGED = "TqadminWorkersWedged"
 
 
 @dataclass(frozen=True, slots=True)
 class QueueContext:
     """What a queue's own figures do not say: whether it is a dead-letter queue (nobody is meant to consume
-    it) and how many workers listed it, live and dead."""
+    it), how many workers listed it, live and dead, and its verdict (``None``: not judged)."""
 
     dead_letter_queue: bool = False
     live_workers: int = 0
     dead_workers: int = 0
+    verdict: QueueVerdict | None = None
 
 
 NO_CONTEXT = QueueContext()
@@ -53,6 +62,14 @@ def queue_alerts(
         found[NO_CONSUMER] = f"{queue.ready} ready, no consumer"
     if context.live_workers == 0 and context.dead_workers > 0:
         found[WORKERS_DEAD] = f"its {context.dead_workers} worker(s) are all dead"
+    dlq_age, limit = queue.dlq_oldest_age_s, thresholds.dlq_oldest_age_s
+    if limit is not None and dlq_age is not None and dlq_age >= limit:
+        found[DLQ_AGE] = f"oldest dead letter {dlq_age:.0f}s ≥ {exact(limit)}s"
+    verdict = context.verdict
+    if verdict is not None and verdict.verdict in (STALLED_VERDICT, DEGRADED_VERDICT):
+        found[STALLED if verdict.verdict == STALLED_VERDICT else DEGRADED] = (
+            f"{verdict.verdict}: {verdict.reason}"
+        )
     return found
 
 
@@ -64,10 +81,12 @@ def failure_rate_alert(failed: int, runs: int, thresholds: Thresholds) -> str | 
 
 
 def queue_contexts(
-    queues: Iterable[QueueStats], workers: Iterable[tuple[Sequence[str], bool]]
+    queues: Iterable[QueueStats],
+    workers: Iterable[tuple[Sequence[str], bool]],
+    verdicts: Mapping[str, QueueVerdict] | None = None,
 ) -> dict[str, QueueContext]:
-    """Each queue's context from a listing and the workers (the queues each serves, and whether it is
-    alive): the dead-letter queues are those another queue names as its own."""
+    """Each queue's context from a listing, the workers (the queues each serves, and whether it is alive)
+    and the verdicts: the dead-letter queues are those another queue names as its own."""
     listed = list(queues)
     dead_letter_queues = {q.dlq for q in listed if q.dlq}
     live: dict[str, int] = {}
@@ -77,6 +96,11 @@ def queue_contexts(
             counts = live if alive else dead
             counts[name] = counts.get(name, 0) + 1
     return {
-        q.name: QueueContext(q.name in dead_letter_queues, live.get(q.name, 0), dead.get(q.name, 0))
+        q.name: QueueContext(
+            q.name in dead_letter_queues,
+            live.get(q.name, 0),
+            dead.get(q.name, 0),
+            (verdicts or {}).get(q.name),
+        )
         for q in listed
     }

@@ -37,6 +37,7 @@ POLL_STALE = "TqadminPollStale"
 PAUSE_LONG = "TqadminPauseLong"
 DOWN_FOR = "5m"  # a broker restart or a failover is waited out; an outage pages
 POLL_STALE_S = 120  # the values served are that old: a poller that hangs or stopped
+VERDICT_FOR = "0s"  # a verdict is judged over the profile's stall_after_s: no second wait on top
 
 
 def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
@@ -46,7 +47,7 @@ def rules_yaml(profiles: Sequence[tuple[str, Thresholds]]) -> str:
         rules = [
             (*rule, FOR) for rule in profile_rules(profile, thresholds) + pause_rules(profile, thresholds)
         ]
-        rules += health_rules(profile)
+        rules += verdict_rules(profile) + health_rules(profile)
         for alert, expr, summary, wait in rules:
             lines += [
                 f"      - alert: {alert}",
@@ -70,6 +71,14 @@ def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, 
         (c.DEPTH, names.QUEUE_MESSAGES, thresholds.depth, "depth at or over {}"),
         (c.OLDEST, names.QUEUE_OLDEST_AGE, thresholds.oldest_age_s, "oldest message at least {} s old"),
         (c.DEAD_LETTERS, names.QUEUE_DEAD_LETTERS, thresholds.dlq_messages, "{} or more dead-lettered"),
+    )
+    over += (
+        (
+            c.DLQ_AGE,
+            names.QUEUE_DLQ_OLDEST_AGE,
+            thresholds.dlq_oldest_age_s,
+            "oldest dead letter at least {} s old",
+        ),
     )
     for alert, metric, limit, summary in over:
         if limit is not None:
@@ -116,6 +125,36 @@ def profile_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, 
         )
     )
     return found
+
+
+def verdict_rules(profile: str) -> list[tuple[str, str, str, str]]:
+    """(alert, expression, summary, for) of the verdicts the read service gives, as the dashboard paints
+    them: a queue stalled or degraded over the profile's ``stall_after_s``, a live worker wedged. They wait
+    :data:`VERDICT_FOR`: the verdict's own window already waited (docs/health.md)."""
+    p = f"profile={json.dumps(profile)}"
+    queue = f'{p},{names.FOLDED}!="true"'
+    return [
+        (
+            c.STALLED,
+            f'{names.QUEUE_VERDICT}{{{queue},verdict="stalled"}} == 1',
+            "{{ $labels.queue }}: stalled: work waited through the window, consumers on, nothing completed"
+            " (tqadmin health says why)",
+            VERDICT_FOR,
+        ),
+        (
+            c.DEGRADED,
+            f'{names.QUEUE_VERDICT}{{{queue},verdict="degraded"}} == 1',
+            "{{ $labels.queue }}: degraded: the backlog grows or drains too slowly (tqadmin health says why)",
+            VERDICT_FOR,
+        ),
+        (
+            c.WEDGED,
+            f"{names.WORKERS_WEDGED}{{{p}}} > 0",
+            "{{ $labels.profile }}: {{ $labels.framework }} workers alive and wedged (tqadmin workers says"
+            " which and why)",
+            VERDICT_FOR,
+        ),
+    ]
 
 
 def pause_rules(profile: str, thresholds: Thresholds) -> list[tuple[str, str, str]]:

@@ -1,11 +1,12 @@
 """`tqadmin health`: each queue's verdict and the wedged workers, for a cron job or a Kubernetes probe.
 
-A stall only shows over time (work waiting throughout a window, nothing completing), so the command watches
-the profile for the window (``--window``, else the profile's ``stall_after_s``, 60 s): it polls the queues and
-the workers as ``tqadmin queues`` and ``tqadmin workers`` do, a few times a window, and judges each queue from
-what it saw (:mod:`tqadmin.telemetry.verdict`, docs/health.md). It exits 0 when every queue is ok, idle or
-paused, 7 (:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged,
-and 5 when a source could not be read (and nothing is unhealthy).
+A stall only shows over time (work waiting throughout a window, nothing completing), so each queue is judged
+over the window (``--window``, else the profile's ``stall_after_s``, 60 s) by the read service's verdict
+judge (:mod:`tqadmin.reading.verdicts`, the dashboard's and the exporter's too): from the profile's recorded
+history when it covers the window (:mod:`tqadmin.commands.health_reading`), otherwise by watching for the
+window, a few readings a window. It exits 0 when every queue is ok, idle or paused, 7
+(:attr:`~tqadmin.errors.ExitCode.UNHEALTHY`) when one is stalled or degraded or a worker is wedged, and 5
+when a source could not be read (and nothing is unhealthy).
 """
 
 from __future__ import annotations
@@ -13,34 +14,24 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tqadmin.broker_text import escaped
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
-from tqadmin.errors import ExitCode, NoDatabase, UsageError
-from tqadmin.frameworks import own_pauses
-from tqadmin.frameworks.progress import foreign_views
+from tqadmin.commands.health_reading import from_history
+from tqadmin.errors import ExitCode, UsageError
+from tqadmin.frameworks.progress import serves
 from tqadmin.masking import mask_text
-from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reader import ProfileReader
-from tqadmin.reading.reading import Part
-from tqadmin.store.base import WorkerRecord
+from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.reading.verdicts import VerdictJudge, judged_queues, verdicts_of
 from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import table
-from tqadmin.telemetry.verdict import (
-    UNHEALTHY,
-    VERDICTS,
-    Observation,
-    QueueVerdict,
-    QueueWatch,
-    VerdictPolicy,
-)
-from tqadmin.telemetry.verdict_inputs import observation, own_views
+from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, VerdictPolicy
 
 POLLS_PER_WINDOW = 8
 """Readings a window is watched with: a stall is seen at most one poll (an eighth of the window) late."""
@@ -55,112 +46,88 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="seconds to watch each queue (default: the profile's stall_after_s, 60)",
+        help="seconds to judge each queue over (default: the profile's stall_after_s, 60)",
     )
-
-
-@dataclass(slots=True)
-class Poll:
-    """What one poll read: the queues, tqadmin's workers, other frameworks' workers and what failed."""
-
-    queues: Sequence[QueueStats] = ()
-    records: list[WorkerRecord] = field(default_factory=list)
-    foreign: WorkerReading = field(default_factory=WorkerReading)
-    pauses: list[Pause] | None = None
-    pauses_at: float = 0.0
-    unreadable: list[str] = field(default_factory=list)
-    note: str | None = None  # a fresh machine's: where the embedded file will be
-    workers: list[dict[str, Any]] = field(default_factory=list)  # as ``tqadmin workers --json``, judged
+    parser.add_argument(
+        "--filter",
+        dest="name_filter",
+        metavar="TEXT",
+        help="only queues whose name contains TEXT (and the workers serving them)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     window_s = float(args.window_s) if args.window_s is not None else ctx.settings.stall_after_s
     if not 0 < window_s < math.inf:
         raise UsageError("--window must be a positive number of seconds")
-    watch = QueueWatch(VerdictPolicy(window_s))
-    poll_s = min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
-    ctx.progress(f"tqadmin: watching the queues for {window_s:g} s")
-    reader = ProfileReader(ctx.settings, drain_window_s=window_s)  # drain estimates over the same window
+    policy = VerdictPolicy(window_s)
+    reader = ProfileReader(ctx.settings, judges=[VerdictJudge(policy)], drain_window_s=window_s)
     try:
-        poll, verdicts = _watch(reader, watch, poll_s)
-    except NoDatabase as missing:
-        ctx.unless_fresh(missing)
-        poll, verdicts = Poll(), {}
+        reading, verdicts = _judged(ctx, reader, policy, args.name_filter)
     finally:
         reader.close()
-    if poll.note is not None:
-        ctx.progress(poll.note)
-    return _report(ctx, poll, verdicts, window_s)
+    if reading.note is not None:
+        ctx.progress(reading.note)
+    return _report(ctx, reading, verdicts, window_s, args.name_filter)
 
 
-def _watch(reader: ProfileReader, watch: QueueWatch, poll_s: float) -> tuple[Poll, dict[str, QueueVerdict]]:
-    """Poll until the window is covered (the last reading a window after the first); the last poll and the
-    verdicts it ends with."""
-    first_at = None
-    while True:
-        at = time.time()
-        poll = read(reader)
-        verdicts = watch.observe(observations(poll, at))
-        first_at = at if first_at is None else first_at
-        left = first_at + watch.policy.window_s - time.time()
-        if at - first_at >= watch.policy.window_s:
-            return poll, verdicts
-        time.sleep(max(min(poll_s, left), 0.0))
+def _judged(
+    ctx: CommandContext, reader: ProfileReader, policy: VerdictPolicy, name_filter: str | None
+) -> tuple[ProfileReading, Mapping[str, QueueVerdict]]:
+    """The last reading and the verdicts: from the history when it covers the window, else watched."""
+    first = reader.read(WATCHED)
+    first.raise_for(Part.QUEUES)
+    known = from_history(ctx.settings, first, _queues(first, name_filter), policy)
+    if known is not None:
+        return first, known
+    window_s = policy.window_s
+    ctx.progress(f"tqadmin: no recorded history covers the window: watching the queues for {window_s:g} s")
+    reading, poll_s = first, min(window_s / POLLS_PER_WINDOW, LONGEST_POLL_S)
+    while reading.at_s - first.at_s < window_s:
+        time.sleep(max(min(poll_s, first.at_s + window_s - time.time()), 0.0))
+        reading = reader.read(WATCHED)
+        reading.raise_for(Part.QUEUES)
+    return reading, verdicts_of(reading)
 
 
-def read(reader: ProfileReader) -> Poll:
-    """One poll through the read service, as ``tqadmin queues`` and ``tqadmin workers`` read."""
-    reading = reader.read(WATCHED)
-    reading.raise_for(Part.QUEUES)
-    foreign = reading.frameworks or WorkerReading()
-    pauses = reading.pauses
-    said = [f"{part}: {unread.why}" for part, unread in reading.unread.items()]
-    return Poll(
-        work_queues(reading.listing.queues if reading.listing else (), include_delay_queues=False),
-        list(reading.workers or ()),
-        foreign,
-        None if pauses is None else list(pauses.standing),
-        0.0 if pauses is None else pauses.now_s,
-        said + [mask_text(what) for what in foreign.unreadable],
-        reading.note,
-        worker_listing.listed(reading),
-    )
+def _queues(reading: ProfileReading, name_filter: str | None) -> list[QueueStats]:
+    listed = judged_queues(reading.listing.queues if reading.listing else ())
+    return [q for q in listed if not name_filter or name_filter in q.name]
 
 
-def observations(poll: Poll, at: float) -> list[Observation]:
-    """Each queue of ``poll`` as the verdict sees it at ``at``."""
-    own = [(r.snapshot, r.age_s, r.alive) for r in poll.records]
-    found = []
-    for queue in poll.queues:
-        workers = own_views(own, queue.name, at) + foreign_views(poll.foreign.workers, queue.name)
-        whole = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is None]
-        paused = whole[0].describe(poll.pauses_at) if whole else own_pauses.said(queue)
-        found.append(observation(queue, at, workers, paused))
-    return found
-
-
-def _report(ctx: CommandContext, poll: Poll, verdicts: dict[str, QueueVerdict], window_s: float) -> int:
-    queues = [_queue_json(q, verdicts.get(q.name), poll) for q in poll.queues]
+def _report(
+    ctx: CommandContext,
+    reading: ProfileReading,
+    verdicts: Mapping[str, QueueVerdict],
+    window_s: float,
+    name_filter: str | None,
+) -> int:
+    shown = _queues(reading, name_filter)
+    standing = reading.pauses.standing if reading.pauses else ()
+    queues = [_queue_json(q, verdicts.get(q.name), standing) for q in shown]
     queues.sort(key=lambda q: (VERDICTS.index(q["verdict"]), q["name"]))
-    workers = poll.workers
+    workers = _workers_json(reading, {q.name for q in shown} if name_filter else None)
+    foreign = reading.frameworks or WorkerReading()
+    unreadable = [f"{part}: {unread.why}" for part, unread in reading.unread.items()]
+    unreadable += [mask_text(what) for what in foreign.unreadable]
     document: dict[str, Any] = {
         "window_s": window_s,
         "queues": queues,
         "workers": workers,
-        "unreadable": poll.unreadable,
+        "unreadable": unreadable,
     }
     ctx.emit(document, lambda: describe(queues, workers))
-    for what in poll.unreadable:
+    for what in unreadable:
         ctx.progress(f"tqadmin: warning: not read: {what}")
     if any(q["verdict"] in UNHEALTHY for q in queues) or any(w["wedged"] for w in workers):
         return int(ExitCode.UNHEALTHY)
-    return int(ExitCode.PARTIAL if poll.unreadable else ExitCode.OK)
+    return int(ExitCode.PARTIAL if unreadable else ExitCode.OK)
 
 
-def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> dict[str, Any]:
+def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, standing: Sequence[Pause]) -> dict[str, Any]:
     verdict = verdict or QueueVerdict("unknown", "not seen in the window")
     reason = verdict.reason
-    types = [p for p in of_queue(poll.pauses or (), queue.name) if p.target.task_type is not None]
+    types = [p for p in of_queue(standing, queue.name) if p.target.task_type is not None]
     if types and verdict.verdict != "paused":
         reason += "; paused task types: " + ", ".join(sorted({p.target.task_type or "" for p in types}))
     return {
@@ -179,6 +146,23 @@ def _queue_json(queue: QueueStats, verdict: QueueVerdict | None, poll: Poll) -> 
         "dlq_messages": queue.dlq_messages,
         "dlq_oldest_age_s": queue.dlq_oldest_age_s,
     }
+
+
+def _workers_json(reading: ProfileReading, names: set[str] | None) -> list[dict[str, Any]]:
+    """Every worker as ``tqadmin workers --json`` lists it, with the reader's wedged verdict; with
+    ``names``, those serving one of these queues."""
+    records = reading.workers or ()
+    own = [
+        worker_listing.own_worker(r, v)
+        for r, v in zip(records, reading.verdicts, strict=True)
+        if names is None or names.intersection(r.snapshot.queues)
+    ]
+    foreign = reading.frameworks or WorkerReading()
+    return own + [
+        worker_listing.foreign_json(w, v)
+        for w, v in zip(foreign.workers, reading.framework_verdicts, strict=True)
+        if names is None or any(serves(w, n) for n in names)
+    ]
 
 
 def describe(queues: list[dict[str, Any]], workers: list[dict[str, Any]]) -> str:

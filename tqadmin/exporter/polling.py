@@ -1,11 +1,12 @@
 """One profile read once per interval through the read service, and served to every scrape.
 
-Scrapes never reach a broker: they are served the last values (:class:`Served`), however many scrapers
-there are. Each poll is one reading of the profile (:class:`~tqadmin.reading.reader.ProfileReader`: its
-broker's queues, its store's workers and cron, other frameworks' workers; the history recorded there, unless
-the profile is read-only). A part that cannot be read keeps its last values, the profile is marked failed
-(``tqadmin_up`` 0), one line is logged when the outage starts and one when it ends, and the next poll comes
-after :func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed.
+Scrapes never reach a broker: they are served the last values (:class:`Served`), however many scrapers there
+are. Each poll is one reading of the profile (:class:`~tqadmin.reading.reader.ProfileReader`: its broker's
+queues, its store's workers and cron, other frameworks' workers; the history recorded there, unless the
+profile is read-only; each queue's verdict over the profile's ``stall_after_s``, judged there). A part that
+cannot be read keeps its last values, the profile is marked failed (``tqadmin_up`` 0), one line is logged
+when the outage starts and one when it ends, and the next poll comes after
+:func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from tqadmin.reading.deadline import PollDeadline
 from tqadmin.reading.reader import CRON_NAMESPACE, Connections, ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.recording import history_name
+from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
 from tqadmin.store.base import WorkerRecord
 from tqadmin.store.pauses import Pause
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.metric_names import FRAMEWORK
+from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy
 
 log = logging.getLogger("tqadmin.exporter")
 
@@ -55,6 +58,7 @@ class Served:
     framework_folded: Mapping[str, int] = field(default_factory=dict)  # the same by their listeners
     cron: CronStatus | None = None
     pauses: tuple[Pause, ...] = ()
+    verdicts: Mapping[str, QueueVerdict] = field(default_factory=dict)  # by queue (docs/health.md)
     up: bool = False
     last_success_s: float | None = None  # wall clock
     duration_s: float | None = None
@@ -83,6 +87,7 @@ class ProfilePoller:
             connect=Connections(admin=connect_admin),
             record=True,
             cron_namespace=cron_namespace,
+            judges=[VerdictJudge(VerdictPolicy(settings.stall_after_s))],
         )
         self._lock = threading.Lock()
         self._served = Served(self.profile)
@@ -132,6 +137,7 @@ class ProfilePoller:
                 framework_folded=last.framework_folded if others is None else others.folded,
                 cron=last.cron if Part.CRON in r.unread else r.cron,
                 pauses=last.pauses if r.pauses is None else r.pauses.standing,
+                verdicts=last.verdicts if r.listing is None else verdicts_of(r),
                 up=r.complete,
                 last_success_s=last.last_success_s if r.unread else self._clock(),
                 duration_s=time.monotonic() - started,

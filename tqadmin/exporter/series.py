@@ -27,6 +27,7 @@ from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.counters import TaskStats, fold_task_types
 from tqadmin.telemetry.families import task_families
 from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPES
+from tqadmin.telemetry.verdict import VERDICTS
 
 QueueFigure = Callable[[QueueStats], float | None]
 # name, help, how to read it of a queue, how to fold it over the queues past the cap
@@ -121,6 +122,7 @@ def reading_families(readings: Sequence[Served], folded: dict[str, Folded]) -> l
             ("profile", "framework", "task_type"),
         ),
         *_workers(readings),
+        _verdicts(readings, folded),
         *_cron(readings),
         *_pauses(readings),
     ]
@@ -194,7 +196,7 @@ def _queue_contexts(readings: Sequence[Served], folded: dict[str, Folded]) -> li
         names.QUEUE_WORKERS, "Workers that list the queue, by state.", labels=["profile", "queue", "state"]
     )
     for reading in readings:
-        contexts = queue_contexts(reading.queues or (), reading.worker_queues)
+        contexts = queue_contexts(reading.queues or (), reading.worker_queues, reading.verdicts)
         for queue in folded[reading.profile].queues:
             context = contexts[queue.name]
             if context.dead_letter_queue:
@@ -229,6 +231,25 @@ def _workers(readings: Sequence[Served]) -> list[Metric]:
         for framework in sorted(frameworks):
             wedged.add_metric([reading.profile, framework], reading.wedged.get(framework, 0))
     return [family, wedged]
+
+
+def _verdicts(readings: Sequence[Served], folded: dict[str, Folded]) -> Metric:
+    """Each work queue with a series of its own: 1 for its verdict, 0 for the others (seven values of the
+    label, so a series is there whatever the verdict and ``== 1`` tells which). The reason is the
+    dashboard's and ``tqadmin health``'s, not a label: free text would make the label set unbounded."""
+    family = GaugeMetricFamily(
+        names.QUEUE_VERDICT,
+        "1 for the queue's verdict over the profile's stall_after_s (docs/health.md), 0 for the others.",
+        labels=["profile", "queue", "verdict"],
+    )
+    for reading in readings:
+        for queue in folded[reading.profile].queues:
+            found = reading.verdicts.get(queue.name)
+            if found is None:
+                continue  # a DLQ or a delay queue: not judged
+            for verdict in VERDICTS:
+                family.add_metric([reading.profile, queue.name, verdict], float(verdict == found.verdict))
+    return family
 
 
 def _pauses(readings: Sequence[Served]) -> list[Metric]:

@@ -76,10 +76,11 @@ def worker(
     )
     queues = checked(fields.get("queues"), as_text, "queues", "text") or ""
     working = checked(fields.get("total_working_time"), seconds, "total_working_time", "seconds")
-    ran = sum(
-        checked(fields.get(field), count, field, "a count") or 0
+    counts = [
+        checked(fields.get(field), count, field, "a count")
         for field in ("successful_job_count", "failed_job_count")
-    )
+    ]
+    ran = sum(n or 0 for n in counts)
     return ForeignWorker(
         RQ,
         shown,
@@ -93,4 +94,5 @@ def worker(
         state=checked(fields.get("state"), name, "state", "a name"),
         started_at=birth,
         usual_run_s=working / ran if working is not None and ran else None,
+        ended=ran if any(n is not None for n in counts) else None,
     )

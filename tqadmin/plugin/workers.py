@@ -47,7 +47,8 @@ class ForeignWorker:
     find; a dead worker says why in ``dead_reason`` (its heartbeat past the framework's own time-to-live,
     its registry hash gone). ``state`` is the framework's own word (RQ's ``busy``/``idle``, Sidekiq's
     ``quiet``). ``usual_run_s`` is the framework's own figure of how long this worker's jobs take, where it
-    keeps one (RQ: its total working time over the jobs it ran), for the wedged verdict.
+    keeps one (RQ: its total working time over the jobs it ran), for the wedged verdict; ``ended`` how many
+    jobs it finished, where its framework counts them (RQ), for the stall verdict.
     """
 
     framework: str
@@ -63,6 +64,7 @@ class ForeignWorker:
     concurrency: int | None = None
     started_at: float | None = None
     usual_run_s: float | None = None
+    ended: int | None = None  # jobs it finished (done or failed) where its framework counts them (RQ)
 
 
 def liveness(alive: bool | None) -> str:

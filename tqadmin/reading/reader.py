@@ -77,7 +77,7 @@ class DrainJudge:
     """Each queue's drain estimate (:class:`~tqadmin.plugin.drain.DrainWindow`) over the listings read."""
 
     def __init__(
-        self, window_s: float = DEFAULT_WINDOW_S, clock: Callable[[], float] = time.monotonic
+        self, clock: Callable[[], float] = time.monotonic, window_s: float = DEFAULT_WINDOW_S
     ) -> None:
         self.window = DrainWindow(window_s, clock=clock)
 
@@ -113,9 +113,9 @@ class ProfileReader:
 
     ``record``: this face writes what it reads to the profile's history (never on a read-only profile).
     ``history``: the history spans are read from, when it is not the profile's (a seeded screen's).
-    ``window_s``: the telemetry window, ``drain_window_s`` the drain estimates'; ``cron_namespace`` and
-    ``schedules`` (a schedule file's) what the cron part reads; ``judges`` what is derived from successive
-    readings, after the drain window.
+    ``window_s``: the telemetry window; ``cron_namespace`` and ``schedules`` (a schedule file's) what the
+    cron part reads; ``judges`` what is derived from successive readings, after the drain window (over
+    ``drain_window_s``, 60 s unless said: ``tqadmin health`` gives its own window).
     """
 
     def __init__(self, settings: Settings, **options: Unpack[ReaderOptions]) -> None:
@@ -144,8 +144,8 @@ class ProfileReader:
         self._ledger = WorkerLedger()
         self.recorder = HistoryRecorder.of(settings, clock) if record and not settings.read_only else None
         self.history = options.get("history") or (HistoryReader.of(settings, clock) if record else None)
-        drain = DrainJudge(options.get("drain_window_s", DEFAULT_WINDOW_S), clock)
-        self.judges: tuple[Judge, ...] = (drain, *options.get("judges", ()))
+        drain_s = options.get("drain_window_s", DEFAULT_WINDOW_S)
+        self.judges: tuple[Judge, ...] = (DrainJudge(clock, drain_s), *options.get("judges", ()))
         self._store_lock = threading.Lock()  # the store's connections and the history
         self._judge_lock = threading.Lock()
 

@@ -37,6 +37,7 @@ QUEUE_DEAD_LETTERS = "tqadmin_queue_dead_letters"  # the depth of the queue's de
 QUEUE_DLQ_OLDEST_AGE = "tqadmin_queue_dlq_oldest_age_seconds"  # the oldest dead letter's age
 QUEUE_DRAIN = "tqadmin_queue_drain_seconds"  # time to empty at the present pace; absent when no estimate
 QUEUE_GROWING = "tqadmin_queue_growing"  # 1 when the depth rose throughout the drain window, else 0
+QUEUE_VERDICT = "tqadmin_queue_verdict"  # 1 for the queue's verdict (label verdict), 0 for the six others
 QUEUE_IS_DEAD_LETTER_QUEUE = "tqadmin_queue_is_dead_letter_queue"  # 1 for a queue another names as its DLQ
 QUEUE_WORKERS = "tqadmin_queue_workers"  # workers listing the queue, by state (live, dead)
 

@@ -7,7 +7,8 @@ shows it is that work waited *throughout* the window while *nothing completed*. 
 every source that gives them, and none is guessed:
 
 - the broker's ack rate (RabbitMQ's, and the Redis and SQLite plugins' own counters): ``None`` means the
-  broker gives none, 0 means none happened;
+  broker gives none, 0 means none happened; and what waits shrinking between two observations (taken by a
+  consumer that does not ack, deleted): work left the queue;
 - tqadmin's worker telemetry: each worker's cumulative completions on the queue (a count that rose between
   two observations is a completion) and its last completion's time;
 - a worker whose every job slot has held the same jobs since before the window began completed nothing in it
@@ -18,7 +19,9 @@ A queue is ``stalled`` when work (ready, or held unacked in a consumer's prefetc
 window, at least one consumer or live worker serves it, and the sources prove no completion in the window:
 the broker's ack rate, or, where the broker gives none, every worker serving it (and no consumer besides
 them). Where no source can prove it the verdict is ``unknown`` and the reason says which source is missing.
-``degraded``: the backlog rose throughout the window, or it drains slower than
+A queue with a paused task type whose work does not move is ``paused``, not ``stalled`` (the work waiting
+may be that type's, set aside by the workers), the reason saying both. ``degraded``: the backlog rose
+throughout the window, or it drains slower than
 :attr:`VerdictPolicy.drain_limit_s`, or completions run far under arrivals (:attr:`VerdictPolicy.under_ratio`)
 while the backlog rose.
 
@@ -110,6 +113,7 @@ class Observation:
     growing: bool | None = None
     drain_s: float | None = None
     paused: str | None = None  # the standing pause, in words; None when the queue is not paused
+    paused_types: str | None = None  # its task types paused, in words: a stall may be theirs
 
     @property
     def waiting(self) -> int:
@@ -186,21 +190,20 @@ def judge(
         return QueueVerdict(PAUSED, last.paused)
     if last.waiting == 0:
         later = f"; {last.delayed} delayed, not yet due" if last.delayed else ""
+        if last.paused_types is not None and last.delayed:  # set aside by the pause (or retries)
+            return QueueVerdict(PAUSED, f"{last.paused_types}; nothing ready{later}")
         return QueueVerdict(IDLE, f"nothing waiting{later}")
     serving = _serving(last)
-    if not serving:
-        if last.consumers == 0:
-            return QueueVerdict(NO_CONSUMER, f"{_waiting_text(last)}, no consumer and no live worker")
-        return QueueVerdict(
-            UNKNOWN,
-            f"{_waiting_text(last)}; the broker counts no consumers and no worker tqadmin knows serves it",
-        )
     start = last.at - policy.window_s
     window = [
         r
         for i, r in enumerate(readings)
         if r.at > start or (i + 1 < len(readings) and readings[i + 1].at > start)
     ]
+    if not serving:
+        if last.consumers == 0:
+            return QueueVerdict(NO_CONSUMER, f"{_waiting_text(last)}, no consumer and no live worker")
+        return _uncounted(readings, window, policy)
     completion = _completion(window, start)
     seen = last.at - readings[0].at
     if seen < policy.window_s and not completion.seen:
@@ -218,9 +221,10 @@ def judge(
             if latest is not None
             else f"no {what} in {human_duration(last.at - since)}"
         )
-        return QueueVerdict(
-            STALLED, f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}"
-        )
+        stalled = f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}"
+        if last.paused_types is not None:  # the work waiting may be all the paused types': set aside
+            return QueueVerdict(PAUSED, f"{last.paused_types}; {stalled}")
+        return QueueVerdict(STALLED, stalled)
     degraded = _degraded(window, policy)
     if degraded is not None:
         return QueueVerdict(DEGRADED, f"{degraded}, {serving}")
@@ -230,6 +234,26 @@ def judge(
             f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}; {completion.missing}",
         )
     return QueueVerdict(OK, _ok_text(last, completion.seen))
+
+
+def _uncounted(
+    readings: Sequence[Observation], window: Sequence[Observation], policy: VerdictPolicy
+) -> QueueVerdict:
+    """A queue whose broker counts no consumers (SQS) and that no known worker serves: ``no consumer`` once
+    a whole window showed work ready, nothing in flight and nothing leaving (nobody received anything), else
+    ``unknown``."""
+    last = readings[-1]
+    covered = last.at - readings[0].at >= policy.window_s
+    untouched = all(r.ready > 0 and r.unacked == 0 for r in window) and not any(
+        _completed_between(a, b) or (b.ack_rate or 0) > 0 for a, b in pairwise(window)
+    )
+    if covered and untouched:
+        span = human_duration(last.at - window[0].at)
+        return QueueVerdict(NO_CONSUMER, f"ready {last.ready} for {span}, nothing received, no worker known")
+    return QueueVerdict(
+        UNKNOWN,
+        f"{_waiting_text(last)}; the broker counts no consumers and no worker tqadmin knows serves it",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,8 +296,11 @@ def _completion(window: Sequence[Observation], start: float) -> _Completion:
 
 
 def _completed_between(a: Observation, b: Observation) -> bool:
-    """Whether a worker's completion count on the queue rose from ``a`` to ``b`` (a count that fell is a
-    restarted worker: not a completion)."""
+    """Whether work left the queue from ``a`` to ``b`` (what waits shrank: taken without an ack, by a
+    consumer that does not ack, or deleted), or a worker's completion count on it rose (a count that fell is
+    a restarted worker: not a completion)."""
+    if b.waiting < a.waiting:
+        return True
     before = {w.name: w.completed for w in a.workers if w.completed is not None}
     return any(
         w.completed is not None and w.name in before and w.completed > before[w.name] for w in b.workers

@@ -9,7 +9,9 @@ for a queue only when the worker serves it alone (its per-queue completion count
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from itertools import pairwise
 from typing import Protocol
 
 from tqadmin.telemetry.counters import by_queue
@@ -68,7 +70,11 @@ def own_views(
 
 
 def observation(
-    stats: QueueFigures, at: float, workers: Sequence[WorkerView] = (), paused: str | None = None
+    stats: QueueFigures,
+    at: float,
+    workers: Sequence[WorkerView] = (),
+    paused: str | None = None,
+    paused_types: str | None = None,
 ) -> Observation:
     """One queue's observation at ``at`` from its figures (``drain_s`` and ``growing`` filled by a
     :class:`~tqadmin.plugin.drain.DrainWindow` over the same window), its workers and its standing pause."""
@@ -85,4 +91,46 @@ def observation(
         growing=stats.growing,
         drain_s=stats.drain_s,
         paused=paused,
+        paused_types=paused_types,
     )
+
+
+def recorded(
+    current: Observation,
+    points: Sequence[tuple[int, Mapping[str, float]]],
+    resolution_s: float,
+    window_s: float,
+    before: Sequence[WorkerView] = (),
+) -> list[Observation] | None:
+    """A queue's window read back from its recorded history (points of ``resolution_s`` buckets, each the
+    latest figures of its bucket, taken at the bucket's end), ending with ``current``, the reading just made;
+    ``None`` when the points do not cover the window without a gap (then the window has to be watched).
+
+    The history keeps no consumer counts nor per-worker figures: the current consumers stand for the
+    window's, and ``before``, the workers as they were at the window's start (their completion counts from
+    the store's baseline heartbeats), for every recorded point, so a count that rose shows at the end.
+    """
+    start = current.at - window_s
+    timed = sorted((min(bucket + resolution_s, current.at), figures) for bucket, figures in points)
+    timed = [(at, figures) for at, figures in timed if at < current.at]
+    anchor = [i for i, (at, _) in enumerate(timed) if at <= start]
+    if not anchor:
+        return None
+    kept = timed[anchor[-1] :]
+    steps = [b - a for (a, _), (b, _) in pairwise([*kept, (current.at, {})])]
+    if any(step > 2 * resolution_s for step in steps) or any("ready" not in f for _, f in kept):
+        return None
+    return [
+        replace(
+            current,
+            at=at,
+            ready=int(figures["ready"]),
+            unacked=int(figures.get("in_flight", 0)),
+            workers=tuple(before),
+            ack_rate=figures.get("ack_rate"),
+            publish_rate=figures.get("publish_rate"),
+            growing=None,
+            drain_s=None,
+        )
+        for at, figures in kept
+    ] + [current]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from textual import work
 from textual.app import App
@@ -42,7 +42,9 @@ from tqadmin.reading.recording import (
     Span,
     SpanReading,
 )
+from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
 from tqadmin.store.pauses import Pause
+from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy
 from tqadmin.telemetry.wedged import Verdict
 from tqadmin.tui.events import QueuesPolled, SidePolled, SpanRead
 from tqadmin.tui.model import QueueBoard
@@ -106,6 +108,7 @@ class PollingApp(App[None]):
         self.capabilities: Capabilities | None = None
         self.foreign_workers: WorkerReading | None = None
         self.foreign_verdicts: tuple[Verdict, ...] = ()
+        self.verdicts: Mapping[str, QueueVerdict] = {}  # each work queue's, judged by the reader
         self.foreign_workers_error: str | None = None
         self._framework_windows = FrameworkTasks(WINDOW_S)
         self.framework_tasks: tuple[TaskTypeView, ...] = ()  # other frameworks' last minute, from events
@@ -124,6 +127,7 @@ class PollingApp(App[None]):
             record=Part.WORKERS in sources.store_parts,
             history=sources.history,
             cron_namespace=sources.cron_namespace,
+            judges=[VerdictJudge(VerdictPolicy(settings.stall_after_s))],
         )
 
     @property
@@ -174,6 +178,7 @@ class PollingApp(App[None]):
         self.settings = settings
         self.reader = self._open_reader()
         self.board = QueueBoard(span=self.span)
+        self.verdicts = {}
         self.span_reading, self._span_read_at = None, float("-inf")
         self.poll_state = self._fresh_state()
         self.queues_changed.publish(None)
@@ -214,6 +219,7 @@ class PollingApp(App[None]):
             return
         self.capabilities = reading.capabilities
         self.board.apply(reading.listing)
+        self.verdicts = verdicts_of(reading)
         self.foreign_workers, self.foreign_verdicts = reading.frameworks, reading.framework_verdicts
         unread = reading.unread.get(Part.FRAMEWORKS)
         self.foreign_workers_error = unread.why if unread else None

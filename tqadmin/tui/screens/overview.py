@@ -5,6 +5,7 @@ Retry delay queues are folded into their work queue's "delayed" column; ``t`` li
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.text import Text
@@ -15,12 +16,30 @@ from textual.widgets import Footer, Input, Static
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.frameworks import own_pauses
 from tqadmin.plugin.delays import work_queues
+from tqadmin.telemetry.verdict import VERDICTS, QueueVerdict
 from tqadmin.tui.model import paused_labels
 from tqadmin.tui.screens.base import QueueScreen
 from tqadmin.tui.text import clean
 from tqadmin.tui.widgets.banner import Banner
 from tqadmin.tui.widgets.queue_table import COLUMNS, QueueTable, header_text
 from tqadmin.tui.widgets.telemetry import TelemetryPanel
+
+
+def verdicts_line(verdicts: Mapping[str, QueueVerdict]) -> Text | None:
+    """``stalled orders: ready 340 for 2m10s, ... · degraded emails: ...``, stalled first, by name."""
+    bad = sorted(
+        ((v.verdict, name, v.reason) for name, v in verdicts.items() if v.unhealthy),
+        key=lambda found: (VERDICTS.index(found[0]), found[1]),
+    )
+    if not bad:
+        return None
+    text = Text(" ", end="")
+    for index, (verdict, name, reason) in enumerate(bad):
+        text.append(" · " if index else "")
+        text.append(f"{verdict} ", style="bold red")
+        text.append(clean(name), style="bold")
+        text.append(f": {clean(reason)}")
+    return text
 
 
 class OverviewScreen(QueueScreen):
@@ -37,6 +56,7 @@ class OverviewScreen(QueueScreen):
     def compose(self) -> ComposeResult:
         yield Banner(id="banner")
         yield Static(id="table-status")
+        yield Static(id="verdicts")
         yield Static(id="queue-header")
         yield QueueTable(id="queues")
         yield Input(placeholder="filter queues by name (Enter to apply, Esc to clear)", id="filter")
@@ -64,7 +84,7 @@ class OverviewScreen(QueueScreen):
     def sync_table(self) -> None:
         telemetry = self.tq.telemetry
         workers = [(w.queue.split(","), w.alive is True) for w in telemetry.workers] if telemetry else []
-        contexts = queue_contexts(self.tq.board.stats.values(), workers)
+        contexts = queue_contexts(self.tq.board.stats.values(), workers, self.tq.verdicts)
         paused = own_pauses.labels(self.tq.board.stats.values())  # Sidekiq's own, beside tqadmin's
         paused |= paused_labels(self.tq.pauses[1], self.tq.pauses[0])
         self.table.sync(self.tq.board, self.tq.settings.thresholds, contexts, paused)
@@ -74,6 +94,14 @@ class OverviewScreen(QueueScreen):
         self.sync_table()
         table.set_class(self.tq.poll_state.stale, "stale")
         self.show_status()
+        self.show_verdicts()
+
+    def show_verdicts(self) -> None:
+        """One line naming the stalled queues, then the degraded ones, each with why; hidden when none."""
+        line = verdicts_line(self.tq.verdicts)
+        box = self.query_one("#verdicts", Static)
+        box.display = line is not None
+        box.update(line or "")
 
     def show_status(self) -> None:
         table = self.table

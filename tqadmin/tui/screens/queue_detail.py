@@ -157,6 +157,11 @@ class QueueDetailScreen(QueueScreen):
             if stats.dlq:
                 text.append(f"  DLQ {clean(stats.dlq)}: {human_count(stats.dlq_messages)}")
                 text.append(f", oldest {shown('DLQ oldest', human_duration(stats.dlq_oldest_age_s))}")
+            verdict = self.tq.verdicts.get(self.queue)
+            if verdict is not None:  # what the overview's verdict column says, and why
+                style = "bold red" if verdict.unhealthy else ""
+                text.append(f"\n verdict {verdict.verdict}", style=style or "bold")
+                text.append(f": {clean(verdict.reason)}" if verdict.reason else "")
             tiers = delay_queues_of(self.tq.board.stats.values(), self.queue)
             if tiers:
                 text.append(f"\n retry delay queues ({human_count(stats.delayed)} waiting): ")

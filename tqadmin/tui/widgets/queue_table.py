@@ -62,8 +62,10 @@ COLUMNS = (
     Column("dlq_messages", "DLQ", 6, lambda q: human_count(q.dlq_messages)),
 )
 SORTABLE = tuple(c.key for c in COLUMNS)
+VERDICT_WIDTH = 11  # "no consumer": the verdict column, after the queue's name (tqadmin.reading.verdicts)
 TREND_WIDTH = 14
 GAP = 2  # two spaces, so neighbouring headers ("ready", "in flight") never read as one
+VERDICT_STYLES = {"no consumer": "yellow", "unknown": "dim", "paused": "yellow"}  # stalled, degraded: red
 
 
 def fit(text: str, width: int, right: bool) -> str:
@@ -77,6 +79,8 @@ def header_text(sort_column: str, reverse: bool, span: Span = LIVE) -> Text:
     for column in COLUMNS:
         label = column.label + ((" ↓" if reverse else " ↑") if column.key == sort_column else "")
         text.append(fit(label, column.width, column.right) + " " * GAP, style="bold")
+        if column is COLUMNS[0]:
+            text.append(fit("verdict", VERDICT_WIDTH, False) + " " * GAP, style="bold")
     text.append("depth trend" if span is LIVE else f"depth {span.name}", style="bold")
     return text
 
@@ -93,8 +97,12 @@ def row_text(
     # a queue another framework owns is shown dim: it can be looked at, not written
     style = "bold red" if queue_alerts(queue, thresholds, context) else ("dim" if queue.read_only else "")
     text = Text(end="", no_wrap=True)
+    verdict = context.verdict.verdict if context.verdict else ""
     for column in COLUMNS:
         text.append(fit(column.fmt(queue), column.width, column.right) + " " * GAP, style=style)
+        if column is COLUMNS[0]:
+            shown = style or VERDICT_STYLES.get(verdict, "")
+            text.append(fit(verdict, VERDICT_WIDTH, False) + " " * GAP, style=shown)
     text.append(sparkline(board.trend(queue.name), TREND_WIDTH), style="cyan")
     if paused:
         text.append("  " + clean(paused), style="bold yellow")
@@ -169,7 +177,8 @@ class QueueTable(ScrollView, can_focus=True):
         names.sort(key=lambda n: sort_value(stats[n], column), reverse=self.sort_reverse)
         self.order = names
         self.hot = sum(1 for name in names if queue_alerts(stats[name], thresholds, self.context(name)))
-        self.virtual_size = Size(sum(c.width + GAP for c in COLUMNS) + TREND_WIDTH, len(names))
+        width = sum(c.width + GAP for c in COLUMNS) + VERDICT_WIDTH + GAP + TREND_WIDTH
+        self.virtual_size = Size(width, len(names))
         if selected in stats and selected is not None and (not self.needle or selected in names):
             self.set_reactive(QueueTable.cursor_row, names.index(selected))
         self.cursor_row = max(0, min(self.cursor_row, len(names) - 1))
