@@ -12,6 +12,7 @@ from textual.widgets import Input
 
 from tests.tui.conftest import audit_lines, notifications, select_queue, text_of
 from tests.tui.seeded import until
+from tests.tui.seeding import seeded_telemetry
 from tqadmin.cli import main
 from tqadmin.store.pauses import Pause, Target
 from tqadmin.tui import TqadminApp
@@ -34,7 +35,10 @@ def test_the_labels_of_paused_queues() -> None:
     }
 
 
-async def test_a_paused_row_says_so(isolated_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("own_telemetry", [False, True], ids=["store telemetry", "the demo's own telemetry"])
+async def test_a_paused_row_says_so(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str], own_telemetry: bool
+) -> None:
     assert main(["publish", "--queue", "orders", "--job", '{"task_type": "charge"}']) == 0
     assert (
         main(["pause", "orders", "--task-type", "charge", "--for", "12m", "--reason", "psp down", "--yes"])
@@ -42,7 +46,12 @@ async def test_a_paused_row_says_so(isolated_env: Path, capsys: pytest.CaptureFi
     )
     capsys.readouterr()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TQADMIN_", "XDG_"))}
-    app = TqadminApp(environ={**env, "HOME": str(isolated_env)}, refresh_s=3600)
+    # The demo gives telemetry of its own (its workers only) and asks for the profile's pauses all the same.
+    environ = {**env, "HOME": str(isolated_env)}
+    if own_telemetry:
+        app = TqadminApp(environ=environ, refresh_s=3600, telemetry=seeded_telemetry(), pauses=True)
+    else:
+        app = TqadminApp(environ=environ, refresh_s=3600)
     async with app.run_test(size=(200, 40)) as pilot:
         await until(pilot, lambda: "orders" in app.board.stats and bool(app.pauses[1]))
         table = app.screen.query_one(QueueTable)

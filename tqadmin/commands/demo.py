@@ -164,6 +164,7 @@ def _on_the_dashboard(
                 telemetry=telemetry,
                 admin_factory=admin_factory,
                 cron_namespace=cron_namespace(demo.layout),
+                pauses=True,
             ),
             args.duration,
         )

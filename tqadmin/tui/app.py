@@ -52,6 +52,7 @@ class TqadminApp(PollingApp):
 
     With telemetry from the store, history is read from (and, unless read-only, written to) the same store;
     ``history`` is a reader of the caller's for an app whose telemetry is its own (a seeded screen).
+    ``pauses``: read the profile's pauses even so (the demo, whose telemetry is its own, shows them).
     ``cron_namespace`` is the cron instances' namespace whose status the cron screen shows.
     """
 
@@ -89,9 +90,12 @@ class TqadminApp(PollingApp):
         environ: Mapping[str, str] | None = None,
         history: HistoryReader | None = None,
         cron_namespace: str = CRON_NAMESPACE,
+        pauses: bool = False,
     ) -> None:
         self.environ = environ
         from_store = {Part.WORKERS, Part.TELEMETRY, Part.PAUSES} if telemetry == "store" else set()
+        if pauses:  # a caller with telemetry of its own (the demo) still shows the profile's pauses
+            from_store.add(Part.PAUSES)
         sources = Sources(
             telemetry=None if telemetry == "store" else telemetry,
             cron=None if cron == "store" else cron,
