@@ -33,13 +33,20 @@ API = "http://127.0.0.1:15672/api"  # RabbitMQ's management API
 AUTH = ("guest", "guest")
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
+def wait_for(
+    condition: Callable[[], Any],
+    what: str,
+    timeout_s: float = 60.0,
+    seen: Callable[[], object] | None = None,
+) -> Any:
+    """The condition's first truthy value; on the deadline, a failure that says what ``seen`` read last, so
+    that a run on a loaded machine tells what was missing rather than only that something was."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if value := condition():
             return value
         time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"; last seen: {seen()!r}" if seen else ""))
 
 
 class Rabbit(AmqpQueues):

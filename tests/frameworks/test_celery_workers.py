@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from tqadmin.frameworks.celery_events import events_in_envelope
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.listening import KEPT
 from tqadmin.plugin.workers import ForeignWorker, WorkerReading
+from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
 
 pytestmark = pytest.mark.redis
@@ -115,6 +116,10 @@ def celery(reading: WorkerReading, node: str) -> ForeignWorker | None:
     return next((w for w in reading.workers if (w.framework, w.name) == ("celery", node)), None)
 
 
+def tasks_heard(admin: RedisAdmin) -> Mapping[str, TaskStats]:
+    return admin.framework_workers().tasks["celery"]
+
+
 def test_a_celery_worker_on_redis_with_task_events_is_alive_busy_timed_and_dead_once_killed(
     celery_keys: None, isolated_env: Any, unique: str, tmp_path: Path
 ) -> None:
@@ -146,6 +151,10 @@ def test_a_celery_worker_on_redis_with_task_events_is_alive_busy_timed_and_dead_
                 and s["events.flaky"].done == 1 and s["events.nap"].done == 11 and s["events.hold"].done
                 and s,
                 "every task's last event", 60,
+                seen=lambda: (
+                    {t: (c.done, c.failed, c.retried) for t, c in tasks_heard(admin).items()},
+                    (tmp_path / "celery.log").read_text()[-1500:],
+                ),
             )  # fmt: skip
             nap, boom, flaky = stats["events.nap"], stats["events.boom"], stats["events.flaky"]
             assert (nap.failed, boom.done, boom.failed, flaky.failed, flaky.retried) == (0, 0, 1, 1, 1)

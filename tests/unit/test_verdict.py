@@ -95,6 +95,14 @@ def test_work_without_any_consumer_is_no_consumer_at_once() -> None:
     assert not verdict.unhealthy
 
 
+def test_work_held_unacked_while_the_broker_counts_no_consumer_has_a_holder_and_can_stall() -> None:
+    """A client that took the messages with a get, or a consumer the broker's statistics lag behind."""
+    verdict = watched(every(ready=0, unacked=2, consumers=0))
+    assert verdict == QueueVerdict(
+        STALLED, "2 held unacked for 1m00s, a client holding them, no ack in 1m00s"
+    )
+
+
 def test_a_paused_queue_is_paused_whatever_waits() -> None:
     verdict = watched(every(paused="paused 12m left: downstream down"))
     assert verdict == QueueVerdict(PAUSED, "paused 12m left: downstream down")

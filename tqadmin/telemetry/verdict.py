@@ -333,12 +333,16 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _serving(obs: Observation) -> str:
-    """Who serves the queue, in words (``4 consumers``, ``2 workers``), or '' when nobody does."""
+    """Who serves the queue, in words (``4 consumers``, ``2 workers``), or '' when nobody does. Messages
+    held unacked have a holder even when the broker counts no consumer: a client that took them with a
+    get, or a consumer the broker's statistics have not caught up with; either holds work that waits."""
     consumers = obs.consumers or 0
     if consumers >= len(obs.workers) and consumers:
         return f"{consumers} consumer{'s' * (consumers != 1)}"
     workers = len(obs.workers)
-    return f"{workers} worker{'s' * (workers != 1)}" if workers else ""
+    if workers:
+        return f"{workers} worker{'s' * (workers != 1)}"
+    return "a client holding them" if obs.unacked > 0 and obs.consumers == 0 else ""
 
 
 def _waiting_text(obs: Observation) -> str:
