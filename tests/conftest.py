@@ -188,9 +188,9 @@ def usual_umask() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def kept_listeners_closed() -> Iterator[None]:
-    """Each test's listeners closed at its end: kept for minutes otherwise (``tqadmin.plugin.listening``),
+    """Each test's listeners closed at its end: kept for minutes otherwise (``tqadmin.plugin.kit.listening``),
     they would carry one test's events into the next."""
     yield
-    from tqadmin.plugin.listening import KEPT
+    from tqadmin.plugin.kit.listening import KEPT
 
     KEPT.close_all()

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from tqadmin.plugin.base import BrokerAdmin, Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
+from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import ActionReport, Message, PeekResult, QueueListing, QueueStats
-from tqadmin.plugin.sessions import HeldSession
 from tqadmin_memory import MemoryPlugin
 from tqadmin_memory.broker import HELD_BY_SESSION, MemoryBroker, Token, broker_for, token_of
 from tqadmin_memory.capabilities import CAPABILITIES

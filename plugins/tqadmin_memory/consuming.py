@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LeasedConsumer
+from tqadmin.plugin.kit.leased import LeasedConsumer
 from tqadmin_memory.broker import MemoryBroker, Token
 
 

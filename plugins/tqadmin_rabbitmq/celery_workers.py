@@ -14,7 +14,7 @@ declared.
 The queue's name is new for every connection: after a half-open disconnect the broker still holds the old
 connection, and with it the old exclusive queue, until its heartbeat times out (minutes); declaring that
 name again was refused (405 RESOURCE_LOCKED) until then, and the workers showed dead meanwhile. The
-listener and what it heard are kept by :data:`~tqadmin.plugin.listening.KEPT` beyond the admin that
+listener and what it heard are kept by :data:`~tqadmin.plugin.kit.listening.KEPT` beyond the admin that
 started them, so an admin dropped after a read error and opened again finds the same figures.
 """
 
@@ -30,7 +30,7 @@ from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.decoding import as_text, count
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.listening import KEPT, Deliver, Listener, NothingToHear
+from tqadmin.plugin.kit.listening import KEPT, Deliver, Listener, NothingToHear
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin_rabbitmq.connection import connect, translated
 
@@ -100,7 +100,7 @@ class CeleryWorkers:
         )
 
     def close(self) -> None:
-        """Let the listener go: :data:`~tqadmin.plugin.listening.KEPT` keeps it for the next admin."""
+        """Let the listener go: :data:`~tqadmin.plugin.kit.listening.KEPT` keeps it for the next admin."""
         if self.events is not None:
             self.events = None
             KEPT.release(self._key)

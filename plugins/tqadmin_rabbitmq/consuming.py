@@ -26,10 +26,10 @@ from typing import Any
 
 from tqadmin.errors import NotAuthorized
 from tqadmin.masking import shown
-from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.background import Background
+from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.models import Message, dlq_name
-from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Consumer
 from tqadmin_rabbitmq.ackruns import AckRuns
 from tqadmin_rabbitmq.codec import to_message

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from tqadmin.errors import BadResponse
-from tqadmin.plugin.delays import fold_delays
+from tqadmin.plugin.kit.delays import fold_delays
 from tqadmin.plugin.models import Alarm, QueueStats, dlq_name
 from tqadmin_rabbitmq.naming import is_delay_queue_of, tier_work_queue
 

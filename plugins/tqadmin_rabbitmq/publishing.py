@@ -19,7 +19,7 @@ import pika.exceptions as pe
 
 from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
 from tqadmin.masking import mask_url
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.transport import Outcome, PublishResult
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate

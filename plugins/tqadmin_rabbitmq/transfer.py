@@ -25,8 +25,8 @@ import pika.spec
 from tqadmin.errors import BrokerError, Nacked, Unroutable
 from tqadmin.masking import mask_url
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import HeldSession
 from tqadmin_rabbitmq.codec import to_message, to_properties
 from tqadmin_rabbitmq.connection import connect, translate, translated
 

@@ -12,7 +12,7 @@ holds (:meth:`RedisConsumer.extend`), and an entry idle past this consumer's lea
 one, which then owns it. Every settlement is a fenced script (:mod:`.scripts`): once the entry has passed to
 someone else, ours does nothing and returns ``False``.
 
-The bookkeeping is the shared :class:`~tqadmin.plugin.leased.LeasedConsumer`'s: the window and deadlines,
+The bookkeeping is the shared :class:`~tqadmin.plugin.kit.leased.LeasedConsumer`'s: the window and deadlines,
 acks queued to its settler thread (each batch one script call here, so a busy worker pays one round trip per
 batch rather than per job), the loop's backoff and what a dead thread does. Retries and dead letters block
 their job thread until done.
@@ -31,7 +31,7 @@ from typing import Any
 from tqadmin.backoff import RECONNECT_CAP_S
 from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LeasedConsumer
+from tqadmin.plugin.kit.leased import LeasedConsumer
 from tqadmin.redis_client import ScriptCall, text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection

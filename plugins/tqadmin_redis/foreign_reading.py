@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import CappedSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import CappedSession
 from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import entry_id_ms

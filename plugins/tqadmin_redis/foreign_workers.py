@@ -9,7 +9,7 @@ keys cannot be read (a key of another type, a field its framework would not writ
 (``sidekiq process web-1:12:ab: info.queues is not a list``) and the other workers still listed.
 
 Celery's task events (the profile's ``celery_events``) are heard by a listener with a connection of its
-own, kept by :data:`~tqadmin.plugin.listening.KEPT` beyond the admin that started it: an admin dropped
+own, kept by :data:`~tqadmin.plugin.kit.listening.KEPT` beyond the admin that started it: an admin dropped
 after a read error and opened again finds the same figures.
 """
 
@@ -24,7 +24,7 @@ from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.listening import KEPT, Deliver, Listener
+from tqadmin.plugin.kit.listening import KEPT, Deliver, Listener
 from tqadmin.plugin.workers import ForeignWorker, Skipped, WorkerReading
 from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
@@ -116,7 +116,7 @@ class ForeignWorkers:
         )
 
     def close(self) -> None:
-        """Let the listener go: :data:`~tqadmin.plugin.listening.KEPT` keeps it for the next admin."""
+        """Let the listener go: :data:`~tqadmin.plugin.kit.listening.KEPT` keeps it for the next admin."""
         if self._events is not None:
             self._events = None
             KEPT.release(self._key)

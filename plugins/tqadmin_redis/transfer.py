@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 
 from tqadmin.errors import QueueNotFound, Unroutable
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import HeldSession
 from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection

@@ -15,7 +15,7 @@ from tqadmin.backoff import Backoff
 from tqadmin.errors import ConnectError, Nacked, TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.transport import (
     BrokerTransport,
     Consumer,

@@ -1,7 +1,7 @@
 """The worker's side of the SQLite broker: claim rows under a lease, settle them fenced by their token.
 
 The bookkeeping (the window, deadlines, queued settles, the loop and its backoff) is the shared
-:class:`~tqadmin.plugin.leased.LeasedConsumer`'s; this module says how SQLite claims, settles and renews.
+:class:`~tqadmin.plugin.kit.leased.LeasedConsumer`'s; this module says how SQLite claims, settles and renews.
 Each turn of :meth:`SQLiteConsumer.fetch`, in the calling thread, applies the acks and releases the job
 threads queued and claims rows up to the prefetch window, all in one transaction: a busy worker pays one
 write lock per turn, not one per message. ``retry_later`` and ``dead_letter`` run in the job thread that
@@ -27,7 +27,7 @@ from typing import Any
 
 from tqadmin.errors import ConnectTimeout
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LeasedConsumer
+from tqadmin.plugin.kit.leased import LeasedConsumer
 from tqadmin.plugin.models import Message
 from tqadmin_sqlite import rows
 from tqadmin_sqlite.database import BrokerFile, Tx

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from tqadmin.errors import BrokerError, ReadOnly
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import CappedSession, HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import CappedSession, HeldSession
 from tqadmin_sqlite import rows
 from tqadmin_sqlite.consuming import new_consumer_id
 from tqadmin_sqlite.database import BrokerFile

@@ -8,13 +8,13 @@ delivery's deadline from the answer that brought it, less a margin; once that pa
 extend it) the delivery is no longer ours and is never settled: SQS already gave it back, perhaps to another
 consumer, and deleting it then would delete someone else's work (moto would do it; AWS might not).
 
-Everything but SQS's calls is the shared :class:`~tqadmin.plugin.leased.LeasedConsumer`'s: the deadlines,
+Everything but SQS's calls is the shared :class:`~tqadmin.plugin.kit.leased.LeasedConsumer`'s: the deadlines,
 the window and the renewal; the acks and releases, sent by its settler thread in SQS's batches of ten after
 a short linger, sent again after a failure and renewed while they wait (an outage loses no settle); and the
 error policy of the I/O turn, whose polls run in :mod:`tqadmin_sqs.receiving`'s thread.
 
 Retries and dead letters are copies: sent first (confirmed by SQS), the original deleted after (the base's
-:meth:`~tqadmin.plugin.leased.LeasedConsumer.ack_answered`, which waits for SQS's answer). A retry
+:meth:`~tqadmin.plugin.kit.leased.LeasedConsumer.ack_answered`, which waits for SQS's answer). A retry
 waits in ``DelaySeconds`` (whole seconds, up to 900, rounded up); a longer one is sent with 900 and an
 ``x-tq-not-before`` attribute, and a copy that comes back before it is due is sent again for the rest of
 its wait without being handed out. FIFO queues take no per-message delay: there a retry's copy carries the
@@ -33,7 +33,7 @@ from typing import Any
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
 from tqadmin.masking import shown
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LeasedConsumer
+from tqadmin.plugin.kit.leased import LeasedConsumer
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
 from tqadmin.plugin.transport import Outcome
 from tqadmin_sqs.capabilities import MAX_DELAY_S

@@ -4,7 +4,7 @@ A long poll waits up to :data:`WAIT_S` inside botocore, where nothing can cut it
 it would hold a stop back until it answered. Here the I/O turn asks for a poll (:meth:`Receiver.ask`) and
 takes its answer when it comes (:meth:`Receiver.answer`), so a stop is honoured at once; a poll's error is
 handed to the I/O turn as it is, where the shared policy of
-:class:`~tqadmin.plugin.leased.LeasedConsumer` waits out what is transient and ends the run on the rest.
+:class:`~tqadmin.plugin.kit.leased.LeasedConsumer` waits out what is transient and ends the run on the rest.
 Only one poll is out at a time, so a failing SQS is polled again only after that policy's backoff.
 
 What a poll brings once the run has ended (the consumer closed while it was out) is made visible again at
@@ -21,8 +21,8 @@ from queue import Empty, SimpleQueue
 from typing import Any
 
 from tqadmin.errors import TqadminError
-from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.background import Background
 from tqadmin_sqs.client import LONG_POLL_S, translate, translated
 from tqadmin_sqs.codec import to_message
 from tqadmin_sqs.queues import QueueInfo
@@ -37,7 +37,7 @@ RECEIVE_ATTRIBUTES: dict[str, Any] = {
 }
 
 Hold = Callable[[Sequence[Delivery], float], None]
-"""The consumer's :meth:`~tqadmin.plugin.leased.LeasedConsumer.hold`."""
+"""The consumer's :meth:`~tqadmin.plugin.kit.leased.LeasedConsumer.hold`."""
 
 
 class Receiver:

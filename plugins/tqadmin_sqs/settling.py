@@ -1,8 +1,8 @@
 """SQS's batched settle calls: DeleteMessageBatch and ChangeMessageVisibilityBatch, ten receipts a call.
 
 The worker's acks and releases are queued, batched, sent again after a failure and renewed meanwhile by the
-shared :class:`~tqadmin.plugin.leased.LeasedConsumer` (:mod:`tqadmin.plugin.settling`); what is SQS's own
-is the call itself, which the consumer's renewals, a move's holds and give-backs use too.
+shared :class:`~tqadmin.plugin.kit.leased.LeasedConsumer` (:mod:`tqadmin.plugin.kit.settling`); what is SQS's
+own is the call itself, which the consumer's renewals, a move's holds and give-backs use too.
 """
 
 from __future__ import annotations

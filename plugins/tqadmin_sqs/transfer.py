@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from tqadmin.errors import BrokerError, Nacked, QueueNotFound, Unroutable
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import HeldSession
 from tqadmin.plugin.transport import Outcome
 from tqadmin_sqs.client import translated
 from tqadmin_sqs.codec import to_message

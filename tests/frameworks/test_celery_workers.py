@@ -27,7 +27,7 @@ from tqadmin_redis.admin import RedisAdmin
 from tests.conftest import REDIS_URL
 from tqadmin.frameworks.celery_events import events_in_envelope
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.listening import KEPT
+from tqadmin.plugin.kit.listening import KEPT
 from tqadmin.plugin.workers import ForeignWorker, WorkerReading
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram

@@ -18,7 +18,7 @@ from rabbit_queues import amqp_url, vhost_of_its_own
 from test_celery_workers import app_for, celery_events_worker, celery_keys  # noqa: F401 - a fixture
 
 from tests.conftest import REDIS_URL
-from tqadmin.plugin.listening import KEPT
+from tqadmin.plugin.kit.listening import KEPT
 
 pytestmark = pytest.mark.redis
 Tq = Callable[..., tuple[int, Any, str]]

@@ -20,7 +20,7 @@ from tqadmin_redis.admin import RedisAdmin
 
 from tests.conftest import REDIS_URL
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.plugin.listening import KEPT
+from tqadmin.plugin.kit.listening import KEPT
 
 POLLS = 720  # an hour of a dashboard's or an exporter's polls at 5 s
 OWN_DB = 8  # no other test uses it

@@ -31,10 +31,10 @@ from tqadmin_sqs.queues import QueueInfo, Queues
 
 from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
-from tqadmin.plugin.background import PluginFault
 from tqadmin.plugin.base import BrokerConfig, Delivery
+from tqadmin.plugin.kit.background import PluginFault
+from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.retrying import Retrying
 from tqadmin.plugin.transport import Outcome
 
 FAILURES = 5_000

@@ -36,7 +36,7 @@ from tqadmin.frameworks.celery_events import CeleryEvents
 from tqadmin.pipeline.deadletter import dead_letter_headers, iso_utc
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Message, PeekResult, QueueListing
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reading import Part

@@ -22,7 +22,7 @@ from tests.tui.seeding import SEEDED_CAPABILITIES, RecordingTransfer, SeededAdmi
 from tqadmin.errors import BadResponse, NotAuthorized, Unreachable
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.capabilities import Capabilities, Operation
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import Alarm, Message, PeekResult, QueueListing
 from tqadmin.tui.app import TqadminApp
 from tqadmin.tui.screens.action import ActionScreen

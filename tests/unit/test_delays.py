@@ -1,6 +1,6 @@
 """Retry delay queues fold into the work queue they feed: its "delayed" figure, shown on request."""
 
-from tqadmin.plugin.delays import delay_queues_of, fold_delays, work_queues
+from tqadmin.plugin.kit.delays import delay_queues_of, fold_delays, work_queues
 from tqadmin.plugin.models import QueueStats
 
 

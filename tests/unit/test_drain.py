@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tqadmin.plugin.drain import MAX_READINGS, DrainWindow
 from tqadmin.plugin.models import QueueListing, QueueStats
+from tqadmin.reading.drain import MAX_READINGS, DrainWindow
 
 
 class Clock:

@@ -72,6 +72,9 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "plugin contract, telemetry, audit, logs, sqlite_file",
         (
             "tqadmin.plugin",
+            # The kit a plugin may reuse (leased consumer, sessions, settles, retrying...), built on the
+            # contract beside it.
+            "tqadmin.plugin.kit",
             "tqadmin.telemetry",
             "tqadmin.audit",
             "tqadmin.logs",
@@ -109,6 +112,10 @@ SAME_FLOOR: dict[tuple[str, str], str] = {
     ("tqadmin.plugin", "tqadmin.telemetry"): (
         "other frameworks' workers (plugin.workers) carry their task counts as telemetry's TaskStats, the"
         " value every face merges; telemetry knows nothing of plugins"
+    ),
+    ("tqadmin.plugin.kit", "tqadmin.plugin"): (
+        "the kit (leased consumer, sessions, settles) is built on the contract's faces and values; the"
+        " contract names what a plugin implements and never imports the kit"
     ),
     ("tqadmin.commands", "tqadmin.exporter"): (
         "tqadmin exporter and tqadmin demo start the exporter; the exporter is a face that imports no command"

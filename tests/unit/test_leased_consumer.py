@@ -12,12 +12,12 @@ import pytest
 
 from tqadmin.backoff import RECONNECT_CAP_S, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
-from tqadmin.plugin.background import PluginFault
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.leased import LOST_KEPT, LeasedConsumer
+from tqadmin.plugin.kit.background import PluginFault
+from tqadmin.plugin.kit.leased import LOST_KEPT, LeasedConsumer
+from tqadmin.plugin.kit.retrying import Retrying
+from tqadmin.plugin.kit.settling import TRIES_WHEN_DRAINED
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.retrying import Retrying
-from tqadmin.plugin.settling import TRIES_WHEN_DRAINED
 
 
 class Clock:

@@ -11,8 +11,8 @@ import time
 
 from tqadmin.backoff import ABSENT_BASE_S, ABSENT_CAP_S, Backoff
 from tqadmin.errors import Unreachable
-from tqadmin.plugin.listening import Deliver, KeptListeners, Listener, NothingToHear
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.listening import Deliver, KeptListeners, Listener, NothingToHear
+from tqadmin.plugin.kit.retrying import Retrying
 
 
 def test_a_cut_off_subscription_is_a_gap_and_is_read_again_and_a_bad_payload_only_counted() -> None:

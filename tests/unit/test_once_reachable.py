@@ -10,7 +10,7 @@ import pytest
 
 from tqadmin.backoff import RECONNECT_CAP_S, START_WAIT_S, reconnect_backoff
 from tqadmin.errors import BrokerError, NotAuthorized, Unreachable
-from tqadmin.plugin.retrying import Retrying, once_reachable
+from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 
 
 class Broker:

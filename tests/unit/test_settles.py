@@ -1,5 +1,5 @@
-"""The settles of the leased-consumer base (``tqadmin/plugin/settling.py``): batches of the plugin's size, a
-linger before a short batch goes, an answer for a caller that waits, a failed batch sent again, and acks in
+"""The settles of the leased-consumer base (``tqadmin/plugin/kit/settling.py``): batches of the plugin's size,
+a linger before a short batch goes, an answer for a caller that waits, a failed batch sent again, and acks in
 flight renewed until the broker answers them, on the settler thread of a tiny in-test broker."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from test_leased_consumer import Clock, Tiny, held
 
 from tqadmin.errors import Unreachable
-from tqadmin.plugin.background import PluginFault
+from tqadmin.plugin.kit.background import PluginFault
 
 WAIT_S = 30.0  # the longest a test waits for what it expects: a deadline on a loaded machine, not a speed
 

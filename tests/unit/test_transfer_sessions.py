@@ -8,8 +8,8 @@ import pytest
 
 from tqadmin.errors import BrokerError, Nacked
 from tqadmin.plugin.base import Delivery
+from tqadmin.plugin.kit.sessions import CappedSession, HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.plugin.sessions import CappedSession, HeldSession
 
 
 class FakeClock:

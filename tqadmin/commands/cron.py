@@ -22,7 +22,7 @@ from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.jobs import Publish
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Scheduler
-from tqadmin.plugin.retrying import Retrying, once_reachable
+from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 from tqadmin.store.lease import open_cron_store
 from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import open_pauses

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
 from tqadmin.file_access import Access
-from tqadmin.plugin.drain import estimate
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.reading.drain import estimate
 from tqadmin.reading.reading import ProfileReading
 from tqadmin.reading.recording import history_name
 from tqadmin.reading.verdicts import observations

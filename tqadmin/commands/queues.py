@@ -3,7 +3,7 @@
 OLDEST is the age of the oldest message that can be taken now, DLQ AGE that of the oldest dead letter, and
 DRAIN the time the queue takes to empty at the present pace (``growing`` when it is not emptying): one poll
 estimates it from the broker's ack and publish rates, where it gives them
-(:class:`~tqadmin.plugin.drain.DrainWindow`).
+(:class:`~tqadmin.reading.drain.DrainWindow`).
 
 Retry delay queues (RabbitMQ's ``Q.retry.5s`` tiers) are folded into their work queue's DELAYED figure, so
 the queues an on-call engineer looks for are not buried under 25 tiers each; ``--all`` lists them too.
@@ -19,9 +19,9 @@ from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
 from tqadmin.finite import finite
 from tqadmin.frameworks import own_pauses
-from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import drain_text
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueListing, QueueStats
+from tqadmin.reading.drain import drain_text
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.store.pauses import Pause, of_queue
 from tqadmin.tables import table

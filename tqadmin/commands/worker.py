@@ -24,7 +24,7 @@ from tqadmin.pipeline.supervisor import Restart, restarts, supervise, watchdog_r
 from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.pipeline.worker import Worker, WorkerSettings
-from tqadmin.plugin.background import PluginFault
+from tqadmin.plugin.kit.background import PluginFault
 from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import open_pauses, parse_duration
 from tqadmin.telemetry.endpoint import MetricsServer

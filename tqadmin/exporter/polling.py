@@ -22,7 +22,7 @@ from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
 from tqadmin.pipeline.cron.status import CronStatus
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import liveness
 from tqadmin.reading.deadline import PollDeadline

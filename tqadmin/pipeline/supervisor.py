@@ -4,10 +4,10 @@ the worker the operator started.
 
 The child says how it meant to exit through a pipe before it exits; a child that dies without saying so
 crashed, and one that exits with :class:`Restart` (exit 1 after a fault of its broker plugin: a background
-thread of its consumer died, see :mod:`tqadmin.plugin.background`) asks for a fresh process; both are
-restarted with exponential backoff and jitter (:class:`tqadmin.plugin.retrying.Retrying`, so a job that kills
-every worker does not make them restart in lock step), and every restart is counted: in the log, and in the
-heartbeat of the next child (:func:`restarts`). A transient fault heals in the new process; a repeated one
+thread of its consumer died, see :mod:`tqadmin.plugin.kit.background`) asks for a fresh process; both are
+restarted with exponential backoff and jitter (:class:`tqadmin.plugin.kit.retrying.Retrying`, so a job that
+kills every worker does not make them restart in lock step), and every restart is counted: in the log, and in
+the heartbeat of the next child (:func:`restarts`). A transient fault heals in the new process; a repeated one
 goes on being restarted, one warning with its count each time. The jobs it held are redelivered by the
 broker; the supervisor gives up at once the claims the dead child held (its claim register), so they are
 claimed again without waiting out their leases, and the completion store counts the crash against the jobs it
@@ -29,7 +29,7 @@ from types import FrameType
 from tqadmin.backoff import Backoff
 from tqadmin.masking import mask_text
 from tqadmin.pipeline.watchdog import Watchdog
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.retrying import Retrying
 
 log = logging.getLogger("tqadmin.worker")
 

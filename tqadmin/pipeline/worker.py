@@ -54,7 +54,7 @@ from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.tasks import TaskRegistry
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import Trouble
-from tqadmin.plugin.retrying import Retrying, once_reachable
+from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
 from tqadmin.store.base import StateStore
 from tqadmin.store.pause_audit import PauseAudit

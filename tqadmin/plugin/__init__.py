@@ -1,4 +1,10 @@
-"""The broker plugin contract. Imports no driver and no Textual (a layering test checks)."""
+"""The broker plugin contract: what a plugin implements (the admin and transport faces) and the values it
+returns. Imports no driver and no Textual (a layering test checks).
+
+The machinery a plugin may reuse (the leased consumer, transfer sessions, settles, the retry loop, background
+threads, listeners, delay folding) is :mod:`tqadmin.plugin.kit`, built on this contract; the contract never
+imports it.
+"""
 
 from tqadmin.plugin.base import (
     BrokerAdmin,
@@ -27,7 +33,6 @@ from tqadmin.plugin.models import (
     QueueListing,
     QueueStats,
 )
-from tqadmin.plugin.sessions import CappedSession, HeldSession
 from tqadmin.plugin.transport import (
     BrokerTransport,
     Consumer,
@@ -53,12 +58,10 @@ __all__ = [
     "BrokerPlugin",
     "BrokerTransport",
     "Capabilities",
-    "CappedSession",
     "Closing",
     "Consumer",
     "DeathRecord",
     "Delivery",
-    "HeldSession",
     "Message",
     "Operation",
     "Outcome",

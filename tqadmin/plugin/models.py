@@ -52,7 +52,7 @@ class QueueStats:
     ``oldest_age_s`` is how long the oldest message that can be taken now has been takeable (a delayed retry
     counts from its due time, so it never makes a queue look stuck); ``dlq_oldest_age_s`` how long the oldest
     message of the queue's dead-letter queue has been there. ``drain_s`` and ``growing`` are filled by
-    :class:`~tqadmin.plugin.drain.DrainWindow` from successive readings, not by the plugin.
+    :class:`~tqadmin.reading.drain.DrainWindow` from successive readings, not by the plugin.
     """
 
     name: str

@@ -39,12 +39,12 @@ from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import read_status
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.delays import work_queues
-from tqadmin.plugin.drain import DEFAULT_WINDOW_S, DrainWindow
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.connect import connect_admin, describe_error
+from tqadmin.reading.drain import DEFAULT_WINDOW_S, DrainWindow
 from tqadmin.reading.lazy import Lazy
 from tqadmin.reading.reading import EVERY_PART, Part, Pauses, ProfileReading, Unread
 from tqadmin.reading.recording import HistoryReader, HistoryRecorder, Span, SpanReading, history_name
@@ -74,7 +74,7 @@ class Judge(Protocol):
 
 
 class DrainJudge:
-    """Each queue's drain estimate (:class:`~tqadmin.plugin.drain.DrainWindow`) over the listings read."""
+    """Each queue's drain estimate (:class:`~tqadmin.reading.drain.DrainWindow`) over the listings read."""
 
     def __init__(
         self, clock: Callable[[], float] = time.monotonic, window_s: float = DEFAULT_WINDOW_S

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tqadmin.frameworks import own_pauses
 from tqadmin.frameworks.progress import foreign_views
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reading import Pauses, ProfileReading

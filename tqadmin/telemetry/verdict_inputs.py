@@ -77,7 +77,7 @@ def observation(
     paused_types: str | None = None,
 ) -> Observation:
     """One queue's observation at ``at`` from its figures (``drain_s`` and ``growing`` filled by a
-    :class:`~tqadmin.plugin.drain.DrainWindow` over the same window), its workers and its standing pause."""
+    :class:`~tqadmin.reading.drain.DrainWindow` over the same window), its workers and its standing pause."""
     return Observation(
         name=stats.name,
         at=at,

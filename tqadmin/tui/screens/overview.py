@@ -15,7 +15,7 @@ from textual.widgets import Footer, Input, Static
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.frameworks import own_pauses
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.telemetry.verdict import VERDICTS, QueueVerdict
 from tqadmin.tui.model import paused_labels
 from tqadmin.tui.screens.base import QueueScreen

@@ -12,10 +12,10 @@ from textual.widgets import DataTable, Footer, Static
 
 from tqadmin.frameworks import summarise
 from tqadmin.plugin.capabilities import Capabilities
-from tqadmin.plugin.delays import delay_queues_of
-from tqadmin.plugin.drain import drain_text
+from tqadmin.plugin.kit.delays import delay_queues_of
 from tqadmin.plugin.models import HEADER_REASON, Message, QueueStats
 from tqadmin.reading.connect import describe_error
+from tqadmin.reading.drain import drain_text
 from tqadmin.reading.recording import SPAN_REREAD_S, SPANS, Span
 from tqadmin.tui.events import MessagesPeeked, PeekFailed, TrendRead
 from tqadmin.tui.model import GAP_CELL, human_count, human_duration, human_rate, sparkline

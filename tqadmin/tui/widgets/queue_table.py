@@ -24,7 +24,7 @@ from textual.strip import Strip
 
 from tqadmin.alerting.conditions import NO_CONTEXT, QueueContext, queue_alerts
 from tqadmin.config import Thresholds
-from tqadmin.plugin.delays import work_queues
+from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.reading.recording import LIVE, Span
 from tqadmin.tui.model import (

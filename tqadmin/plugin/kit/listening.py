@@ -5,7 +5,7 @@ that must outlive any answer: a dropped connection, a subscriber the server cut 
 ``client-output-buffer-limit`` for pub/sub), a body that decodes to nothing. :class:`Listener` runs the
 plugin's ``read`` (connect, subscribe, hand each payload over until stopped), and when it ends on any
 exception counts a gap (what was published meanwhile was missed), says so once per outage, waits the
-shared reconnect backoff (:class:`~tqadmin.plugin.retrying.Retrying`) and reads again. A source that does
+shared reconnect backoff (:class:`~tqadmin.plugin.kit.retrying.Retrying`) and reads again. A source that does
 not exist yet (:class:`NothingToHear`: Celery's event exchange where no worker with events ran) is no gap:
 it is looked for again with the longer :func:`~tqadmin.backoff.absent_backoff` (2.5 s doubling to 2 min).
 
@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar, cast
 from tqadmin.backoff import absent_backoff
 from tqadmin.errors import BrokerError
 from tqadmin.masking import mask_text
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.retrying import Retrying
 
 log = logging.getLogger(__name__)
 

@@ -2,14 +2,14 @@
 
 A worker's job threads settle one delivery at a time; a broker takes them best in batches (SQS's ten a
 call, a Redis pipeline, one SQLite transaction). :class:`Settles` keeps what was queued until the broker
-answered it, for :class:`~tqadmin.plugin.leased.LeasedConsumer`:
+answered it, for :class:`~tqadmin.plugin.kit.leased.LeasedConsumer`:
 
 - **batches**: at most ``batch`` acks and as many releases a call; a batch goes once it is full, once its
   oldest settle waited ``linger_s`` (so a lone ack is not held for nine others), once a caller waits for an
   answer, and once the consumer is drained;
 - **resent until it goes**: a batch the broker could not answer is put back in front and sent again after
-  the shared capped backoff (:class:`~tqadmin.plugin.retrying.Retrying`): a delivery given back too late is
-  still ours, and only its lease's end would free it; after the drain, a batch that keeps failing is given
+  the shared capped backoff (:class:`~tqadmin.plugin.kit.retrying.Retrying`): a delivery given back too late
+  is still ours, and only its lease's end would free it; after the drain, a batch that keeps failing is given
   up after :data:`TRIES_WHEN_DRAINED` tries (those jobs run again, the completion store absorbs them);
 - **renewed meanwhile**: an ack queued or in flight stays in :meth:`Settles.acking` until the broker
   answers it, so the consumer's ``extend`` keeps its lease through an outage rather than let it run out and
@@ -31,9 +31,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from tqadmin.errors import TqadminError
-from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.retrying import Retrying
+from tqadmin.plugin.kit.background import Background
+from tqadmin.plugin.kit.retrying import Retrying
 
 log = logging.getLogger("tqadmin.worker")
 

@@ -11,15 +11,15 @@ loudly). :class:`LeasedConsumer` keeps it in one place:
   prefetch until :meth:`~LeasedConsumer.take` takes it back to settle it;
 - renewal through :meth:`~LeasedConsumer.extend`, in the plugin's batch size, and the deliveries found lost
   (remembered, so a later renewal says so again rather than pretending they were settled);
-- queued acks and releases (:class:`~tqadmin.plugin.settling.Settles`), sent by a settler thread of the
+- queued acks and releases (:class:`~tqadmin.plugin.kit.settling.Settles`), sent by a settler thread of the
   base in the plugin's batch size, after its linger, again with backoff after a failure, or drained by the
   plugin's own I/O turn (:meth:`~LeasedConsumer.queued`); an ack whose caller must know waits for the
   broker's answer (:meth:`~LeasedConsumer.ack_answered`);
 - the I/O loop: :meth:`~LeasedConsumer.fetch` each turn, the plugin's transient errors waited out with
-  :class:`~tqadmin.plugin.retrying.Retrying` (the capped :mod:`tqadmin.backoff`), its fatal ones ending the
-  run, and the end of a run once stopped, drained and flushed;
-- one policy for a thread that fails (:class:`~tqadmin.plugin.background.Background`): the run ends with a
-  :class:`~tqadmin.plugin.background.PluginFault`, the worker exits 1 with the masked traceback, never a
+  :class:`~tqadmin.plugin.kit.retrying.Retrying` (the capped :mod:`tqadmin.backoff`), its fatal ones ending
+  the run, and the end of a run once stopped, drained and flushed;
+- one policy for a thread that fails (:class:`~tqadmin.plugin.kit.background.Background`): the run ends with a
+  :class:`~tqadmin.plugin.kit.background.PluginFault`, the worker exits 1 with the masked traceback, never a
   silent stall.
 
 The contract the worker sees is :class:`~tqadmin.plugin.transport.Consumer`'s, unchanged.
@@ -36,10 +36,10 @@ from contextlib import AbstractContextManager
 from typing import ClassVar, Generic, TypeVar, cast
 
 from tqadmin.errors import NotAuthorized, TqadminError
-from tqadmin.plugin.background import Background
 from tqadmin.plugin.base import Delivery
-from tqadmin.plugin.retrying import Retrying
-from tqadmin.plugin.settling import Settles
+from tqadmin.plugin.kit.background import Background
+from tqadmin.plugin.kit.retrying import Retrying
+from tqadmin.plugin.kit.settling import Settles
 from tqadmin.plugin.transport import Consumer
 
 log = logging.getLogger("tqadmin.worker")
@@ -49,7 +49,7 @@ PAUSE_S = 0.25  # the longest an idle turn waits before looking again (a settle,
 
 T = TypeVar("T")
 """The broker's token of a delivery (a receipt, an entry id, a lease): the base is generic in it, as
-:class:`~tqadmin.plugin.sessions.HeldSession` is."""
+:class:`~tqadmin.plugin.kit.sessions.HeldSession` is."""
 
 
 class _Lease:
