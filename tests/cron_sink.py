@@ -22,10 +22,10 @@ from urllib.parse import parse_qs, urldefrag
 import redis
 
 from tqadmin.commands.context import CommandContext
+from tqadmin.connect.redis_client import translated
 from tqadmin.errors import UsageError
-from tqadmin.masking import mask_url
 from tqadmin.pipeline.job import Job
-from tqadmin.redis_client import translated
+from tqadmin.show.masking import mask_url
 
 SINK_ENV = "TQADMIN_CRON_SINK"
 CRON_WITH_SINK = [sys.executable, str(Path(__file__).resolve())]

@@ -18,13 +18,14 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, cast
 
-from tqadmin import __version__, config, logs
+from tqadmin import __version__, config
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError
-from tqadmin.masking import mask_text
 from tqadmin.plugin.base import PluginOption
 from tqadmin.plugin.registry import driver_log_levels, installed_options
+from tqadmin.show import logs
+from tqadmin.show.masking import mask_text
 
 # name -> (module under tqadmin.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqadmin import audit
 from tqadmin.errors import ConfigError, NoDatabase, ReadOnly
-from tqadmin.masking import mask_url, masked_repr
+from tqadmin.files import audit
+from tqadmin.files.sqlite import path_of
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import installed_options, plugin_for_url
-from tqadmin.sqlite_file import path_of
+from tqadmin.show.masking import mask_url, masked_repr
 from tqadmin.telemetry.verdict import DEFAULT_WINDOW_S
 from tqadmin.telemetry.wedged import WedgePolicy
 

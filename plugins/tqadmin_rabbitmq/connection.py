@@ -31,7 +31,7 @@ from tqadmin.errors import (
     Unreachable,
     Unroutable,
 )
-from tqadmin.masking import mask_text, mask_url
+from tqadmin.show.masking import mask_text, mask_url
 from tqadmin_rabbitmq.urls import vhost_of
 
 

@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import NotAuthorized
-from tqadmin.masking import shown
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.background import Background
 from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.models import Message, dlq_name
 from tqadmin.plugin.transport import Consumer
+from tqadmin.show.masking import shown
 from tqadmin_rabbitmq.ackruns import AckRuns
 from tqadmin_rabbitmq.codec import to_message
 from tqadmin_rabbitmq.confirms import Settlement

@@ -27,7 +27,7 @@ from tqadmin.errors import (
     TqadminError,
     Unreachable,
 )
-from tqadmin.masking import clip_masked
+from tqadmin.show.masking import clip_masked
 from tqadmin_rabbitmq.urls import ManagementEndpoint
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a page of 500 queues with our columns is well under 1 MiB

@@ -18,9 +18,9 @@ from typing import Any
 import pika.exceptions as pe
 
 from tqadmin.errors import Blocked, ConnectTimeout, Nacked, NotAuthorized, TqadminError, Unroutable
-from tqadmin.masking import mask_url
 from tqadmin.plugin.kit.retrying import Retrying
 from tqadmin.plugin.transport import Outcome, PublishResult
+from tqadmin.show.masking import mask_url
 from tqadmin_rabbitmq.confirms import Settlement
 from tqadmin_rabbitmq.connection import translate
 from tqadmin_rabbitmq.session import Addressed, ConfirmSession

@@ -23,10 +23,10 @@ import pika
 import pika.spec
 
 from tqadmin.errors import BrokerError, Nacked, Unroutable
-from tqadmin.masking import mask_url
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import Message
+from tqadmin.show.masking import mask_url
 from tqadmin_rabbitmq.codec import to_message, to_properties
 from tqadmin_rabbitmq.connection import connect, translate, translated
 

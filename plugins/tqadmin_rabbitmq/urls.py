@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from tqadmin.errors import ConfigError
-from tqadmin.masking import MASK, mask_url
+from tqadmin.show.masking import MASK, mask_url
 
 DEFAULT_MANAGEMENT_PORT = 15672
 DEFAULT_MANAGEMENT_TLS_PORT = 15671

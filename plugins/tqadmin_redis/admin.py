@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from tqadmin.connect.redis_client import text
 from tqadmin.errors import QueueNotFound, QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, Alarm, PeekResult, QueueListing, QueueStats, dlq_name
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.alarms import alarms_of
 from tqadmin_redis.capabilities import CAPABILITIES, FOREIGN_PEEK_COST, PEEK_COST

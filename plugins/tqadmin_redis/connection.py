@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tqadmin.connect.prefixes import split_prefix
+from tqadmin.connect.redis_client import ScriptCall, connect, is_cluster, run_scripts, translated
 from tqadmin.errors import ConfigError
-from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.prefixes import split_prefix
-from tqadmin.redis_client import ScriptCall, connect, is_cluster, run_scripts, translated
+from tqadmin.show.masking import mask_url
 from tqadmin_redis.naming import DEFAULT_PREFIX, GROUP, Layout
 
 FLAG = "--broker"

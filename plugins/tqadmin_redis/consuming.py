@@ -28,11 +28,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tqadmin.backoff import RECONNECT_CAP_S
+from tqadmin.connect.backoff import RECONNECT_CAP_S
+from tqadmin.connect.redis_client import ScriptCall, text
 from tqadmin.errors import TqadminError
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.leased import LeasedConsumer
-from tqadmin.redis_client import ScriptCall, text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import headers_json, to_message
@@ -123,8 +123,8 @@ class RedisConsumer(LeasedConsumer[str]):
         just restarted, and idle times ran on while it was away, so every holder looks past its lease for a
         moment. Its uptime counts the time it spent loading its data, when nobody could renew. A holder
         whose renewal failed while it was away tries again after the reconnect backoff (at most
-        :data:`~tqadmin.backoff.RECONNECT_CAP_S`) and renews every third of a lease: until the server has
-        been up for two leases and that cap, the live holders renew first, and a consumer that starts then
+        :data:`~tqadmin.connect.backoff.RECONNECT_CAP_S`) and renews every third of a lease: until the server
+        has been up for two leases and that cap, the live holders renew first, and a consumer that starts then
         takes none of their entries."""
         import redis
 

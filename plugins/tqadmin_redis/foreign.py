@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from tqadmin.connect.redis_client import text
 from tqadmin.plugin.models import Message, QueueStats
-from tqadmin.redis_client import text
 from tqadmin_redis import foreign_figures, foreign_reading
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign_kinds import CELERY, RQ, SIDEKIQ, STREAM, Foreign

@@ -15,12 +15,12 @@ from typing import Any
 
 import redis
 
-from tqadmin.finite import finite
+from tqadmin.connect.redis_client import text
 from tqadmin.frameworks import own_pauses, sidekiq
 from tqadmin.frameworks.decoding import epoch_seconds, name
 from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import QueueStats
-from tqadmin.redis_client import text
+from tqadmin.show.finite import finite
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign_kinds import CELERY, RQ, SIDEKIQ, STREAM, Foreign
 

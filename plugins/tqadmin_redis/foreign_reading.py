@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tqadmin.connect.redis_client import text
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.sessions import CappedSession
 from tqadmin.plugin.models import Message
-from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import entry_id_ms
 from tqadmin_redis.foreign_kinds import RQ, Foreign

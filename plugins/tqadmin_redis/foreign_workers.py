@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tqadmin.connect.redis_client import text
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers
 from tqadmin.frameworks.celery_events import CeleryWatch, celery_node
 from tqadmin.frameworks.summary import CELERY, DRAMATIQ, RQ, SIDEKIQ
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.kit.listening import KEPT, Deliver, Listener
 from tqadmin.plugin.workers import ForeignWorker, Skipped, WorkerReading
-from tqadmin.redis_client import text
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.foreign import DISCOVERY_TTL_S, KOMBU_SEP, SCAN_COUNT
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tqadmin.connect.redis_client import text
 from tqadmin.plugin.models import QueueStats, dlq_name
-from tqadmin.redis_client import text
 from tqadmin_redis.entries import entry_id_ms
 from tqadmin_redis.naming import GROUP, RELEASED
 

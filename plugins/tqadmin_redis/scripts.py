@@ -14,7 +14,7 @@ measured there, never on a worker's clock. A delayed retry is a member of the de
 
 from __future__ import annotations
 
-from tqadmin.redis_client import NOW_MS, Script
+from tqadmin.connect.redis_client import NOW_MS, Script
 
 # owned(id): the pending-entry record of ``id`` when ARGV[2]'s consumer holds it (ARGV[1] is the group).
 _OWNED = """

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 
+from tqadmin.connect.redis_client import text
 from tqadmin.errors import QueueNotFound, Unroutable
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.sessions import HeldSession
 from tqadmin.plugin.models import Message
-from tqadmin.redis_client import text
 from tqadmin_redis import scripts
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.consuming import consumer_name

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from tqadmin.backoff import Backoff
+from tqadmin.connect.backoff import Backoff
+from tqadmin.connect.redis_client import detail
 from tqadmin.errors import ConnectError, Nacked, TqadminError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
@@ -24,7 +25,6 @@ from tqadmin.plugin.transport import (
     PublishResult,
     publish_options,
 )
-from tqadmin.redis_client import detail
 from tqadmin_redis.capabilities import TRANSPORT_CAPABILITIES
 from tqadmin_redis.connection import Connection
 from tqadmin_redis.entries import fields_of

@@ -1,9 +1,9 @@
 """The admin face of the SQLite broker: figures, peeks and transfers straight from the file.
 
 Every read is one read transaction on the file opened read-only, which no writer waits for and which writes
-nothing (:mod:`tqadmin.sqlite_readonly`). The file is opened for writing on the first write only. Every write
-is one transaction: purge and the server-side move are a statement or two; the client-side transfers (move
-with a filter, replay, export, purge with a backup, import, delete by id) run on
+nothing (:mod:`tqadmin.files.sqlite_readonly`). The file is opened for writing on the first write only. Every
+write is one transaction: purge and the server-side move are a statement or two; the client-side transfers
+(move with a filter, replay, export, purge with a backup, import, delete by id) run on
 :class:`~tqadmin_sqlite.transfer.SQLiteTransferSession`. A read-only profile's admin never opens the file for
 writing: its sessions (export, ``dead-letters``, dry runs) are :class:`~tqadmin_sqlite.transfer.SQLiteLook`,
 which read rows without leasing them.
@@ -15,7 +15,7 @@ import time
 from typing import ClassVar
 
 from tqadmin.errors import ReadOnly
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, TransferSession
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import ActionReport, PeekResult, QueueListing

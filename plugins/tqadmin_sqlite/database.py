@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile, path_of
 from tqadmin.plugin.base import BrokerConfig
-from tqadmin.sqlite_file import SQLiteFile, path_of
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tqb_queues (name TEXT PRIMARY KEY, dlq TEXT, created_ms INTEGER NOT NULL)",

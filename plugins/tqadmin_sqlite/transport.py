@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from tqadmin.errors import TqadminError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.transport import (

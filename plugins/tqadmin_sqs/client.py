@@ -31,8 +31,8 @@ from tqadmin.errors import (
     TqadminError,
     Unreachable,
 )
-from tqadmin.masking import mask_text
 from tqadmin.plugin.base import BrokerConfig
+from tqadmin.show.masking import mask_text
 
 LONG_POLL_S = 20  # the longest wait SQS allows a receive
 RETRY_ATTEMPTS = 4

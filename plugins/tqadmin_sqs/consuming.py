@@ -31,11 +31,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tqadmin.errors import NotAuthorized, QueueNotFound, TqadminError
-from tqadmin.masking import shown
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.leased import LeasedConsumer
 from tqadmin.plugin.models import HEADER_RETRY_COUNT, Message
 from tqadmin.plugin.transport import Outcome
+from tqadmin.show.masking import shown
 from tqadmin_sqs.capabilities import MAX_DELAY_S
 from tqadmin_sqs.client import translated
 from tqadmin_sqs.codec import NOT_BEFORE, due_in, not_before_header, without

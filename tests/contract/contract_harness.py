@@ -326,7 +326,7 @@ class RedisHarness(PluginFaces):
     def __init__(self) -> None:
         from tqadmin_redis.naming import Layout
 
-        from tqadmin.redis_client import connect
+        from tqadmin.connect.redis_client import connect
 
         self.prefix = f"tqct{uuid.uuid4().hex[:10]}"
         self.url = f"{self.server_url()}?prefix={self.prefix}"

@@ -18,7 +18,7 @@ import redis
 from tqadmin_redis.naming import Layout
 from worker_harness import REDIS_URL, Pipeline
 
-from tqadmin.redis_client import connect
+from tqadmin.connect.redis_client import connect
 
 
 @dataclass(frozen=True)

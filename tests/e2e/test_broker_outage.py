@@ -31,7 +31,7 @@ from rabbitmq_node import RabbitMQNode
 from tqadmin_rabbitmq import RabbitMQPlugin
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
-from tqadmin.backoff import RECONNECT_CAP_S
+from tqadmin.connect.backoff import RECONNECT_CAP_S
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.transport import Outgoing, PublishResult

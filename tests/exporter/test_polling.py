@@ -15,7 +15,7 @@ import pytest
 from tqadmin.config import Overrides, resolve
 from tqadmin.errors import NotAuthorized, Unreachable
 from tqadmin.exporter.polling import ProfilePoller
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store

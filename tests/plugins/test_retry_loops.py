@@ -29,7 +29,7 @@ from tqadmin_sqlite.transport import SQLiteTransport
 from tqadmin_sqs.consuming import SqsConsumer
 from tqadmin_sqs.queues import QueueInfo, Queues
 
-from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
+from tqadmin.connect.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.base import BrokerConfig, Delivery
 from tqadmin.plugin.kit.background import PluginFault

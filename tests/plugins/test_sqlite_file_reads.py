@@ -1,4 +1,4 @@
-"""A reader of :class:`~tqadmin.sqlite_file.SQLiteFile` (``Access.READ``) writes nothing in the file or
+"""A reader of :class:`~tqadmin.files.sqlite.SQLiteFile` (``Access.READ``) writes nothing in the file or
 beside it, whatever state the file is in: another application's (its tables missing read as empty), a WAL
 file no process has open (no ``-wal`` and ``-shm`` created), a WAL file a writer is using (its commits seen,
 nothing added), a file the reader may not write; and a writer that starts or checkpoints during a read never
@@ -16,8 +16,8 @@ import pytest
 from sqlite_files import as_reader, data_folder, foreign_file, state, unchanged, unwritable
 
 from tqadmin.errors import ReadOnly, Unreachable
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
@@ -140,8 +140,8 @@ def test_a_reader_has_no_writing_connection(tmp_path: Path) -> None:
 READ_IN_A_PROCESS = """
 import sys
 from pathlib import Path
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile
 path = Path(sys.argv[1])
 file = SQLiteFile(path, url="sqlite:///" + sys.argv[1], what="test file", access=Access.READ, timeout_s=5)
 with file.read() as db:

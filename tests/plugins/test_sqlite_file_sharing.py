@@ -15,8 +15,8 @@ import pytest
 from sqlite_kit import Kit, wait_for
 
 from tqadmin.errors import ConfigError
+from tqadmin.files.sqlite import network_filesystem
 from tqadmin.plugin.models import Message
-from tqadmin.sqlite_file import network_filesystem
 from tqadmin.store import open_store
 
 
@@ -33,7 +33,7 @@ def run_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 CLAIM_THEN_DIE = """
     import os, signal, sys
     from tqadmin.plugin.base import BrokerConfig
-    from tqadmin.file_access import Access
+    from tqadmin.files.access import Access
     from tqadmin_sqlite.database import BrokerFile
     from tqadmin_sqlite import rows
 
@@ -225,7 +225,7 @@ def test_a_broker_file_on_a_network_filesystem_is_refused(
 ) -> None:
     mounts = tmp_path / "mounts"
     mounts.write_text(f"/dev/sda1 / ext4 rw 0 0\nserver:/x {tmp_path} nfs rw 0 0\n")
-    monkeypatch.setattr("tqadmin.sqlite_file.MOUNTS", mounts)
+    monkeypatch.setattr("tqadmin.files.sqlite.MOUNTS", mounts)
     with pytest.raises(ConfigError, match=f"network filesystem \\(nfs at {tmp_path}\\)"):
         Kit(tmp_path / "broker.db")
     assert not (tmp_path / "broker.db").exists()

@@ -1,4 +1,4 @@
-"""A write transaction of :class:`~tqadmin.sqlite_file.SQLiteFile` that fails at its COMMIT is rolled back
+"""A write transaction of :class:`~tqadmin.files.sqlite.SQLiteFile` that fails at its COMMIT is rolled back
 like one that fails before it: the connection is out of its transaction and the file's write lock is free,
 so neither this process's next write nor another process's waits on a transaction nobody will finish.
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tqadmin.errors import BadResponse
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile
 
 PARENT = "CREATE TABLE parent (id INTEGER PRIMARY KEY)"
 CHILD = "CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED, note TEXT)"

@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.reading.recording import (
     LIVE,

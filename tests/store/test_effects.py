@@ -18,9 +18,9 @@ import pytest
 import redis
 from storekit import StoreFactory
 
+from tqadmin.files.sqlite import path_of
 from tqadmin.pipeline import tasks
 from tqadmin.pipeline.tasks import TaskContext, TaskRegistry
-from tqadmin.sqlite_file import path_of
 from tqadmin.store.base import ClaimState, StateStore
 from tqadmin.store.effects import add, set_field
 from tqadmin.store.keys import job_tag

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store, redis_history
 from tqadmin.store.history import MAX_NAME_BYTES, TIERS, HistoryStore, Tier, open_history, size_bound

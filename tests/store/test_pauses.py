@@ -13,7 +13,7 @@ import redis
 from storekit import StoreFactory
 
 from tqadmin.errors import UsageError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.store.pauses import Pause, PauseStore, Target, open_pauses, parse_duration
 from tqadmin.store.redis_pauses import pause_keys
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tqadmin.connect.redis_client import Script
 from tqadmin.errors import ConfigError
-from tqadmin.redis_client import Script
 from tqadmin.store import open_store
 from tqadmin.store.keys import job_key, job_tag
 from tqadmin.store.redis_scripts import CLAIM, COMPLETE

@@ -8,8 +8,8 @@ from tests.tui.seeding import SeededAdmin
 from tqadmin.admin.dead_letters import group_dead_letters
 from tqadmin.admin.filters import parse_filter
 from tqadmin.alerting.conditions import QueueContext, queue_alerts
-from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Thresholds
+from tqadmin.connect.backoff import poll_retry_delay
 from tqadmin.plugin.models import Message, QueueListing, QueueStats
 from tqadmin.tui.actions import WatchedSession
 from tqadmin.tui.model import QueueBoard, sparkline

@@ -13,7 +13,7 @@ from tests.tui.conftest import notifications, screen_text, select_queue, text_of
 from tests.tui.seeded import until
 from tests.tui.seeding import SeededAdmin
 from tqadmin.config import Overrides, Settings, resolve
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.reading.recording import SPANS
 from tqadmin.store import open_store
 from tqadmin.store.history import TIERS, open_history

@@ -16,7 +16,7 @@ from tqadmin.commands.purge import confirm
 from tqadmin.errors import ConfirmationRefused, ExitCode
 from tqadmin.plugin.base import Delivery, TransferSession
 from tqadmin.plugin.models import ActionReport, Message
-from tqadmin.tables import table
+from tqadmin.show.tables import table
 
 
 class InterruptedSession(TransferSession):

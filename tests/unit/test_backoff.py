@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from tqadmin.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
+from tqadmin.connect.backoff import RECONNECT_CAP_S, Backoff, reconnect_backoff
 
 
 def test_waits_double_from_the_base_up_to_the_cap() -> None:
@@ -58,7 +58,7 @@ def test_a_backoff_that_could_not_wait_is_refused(base: float, cap: float) -> No
 
 
 def test_a_listener_waiting_for_its_source_looks_again_from_2_5_s_doubling_to_2_minutes() -> None:
-    from tqadmin.backoff import absent_backoff
+    from tqadmin.connect.backoff import absent_backoff
 
     backoff = absent_backoff(random.Random(7))
     assert [backoff.bound(n) for n in (1, 2, 3, 6, 7, 1000)] == [2.5, 5.0, 10.0, 80.0, 120.0, 120.0]

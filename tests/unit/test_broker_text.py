@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tqadmin.broker_text import escaped, stripped
+from tqadmin.show.broker_text import escaped, stripped
 
 HOSTILE = "[bold red]x[/]\x1b[31m\x1b]0;title\x07\x00\u202eend\r\n\tmore"
 

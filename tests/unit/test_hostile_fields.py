@@ -25,12 +25,12 @@ from framework_samples import celery_message, dramatiq_message
 from hostile_values import DIGITS_401, HOSTILE, as_json_text, strict_json
 from tqadmin_redis.foreign_figures import sidekiq_enqueued_at
 
-from tqadmin.finite import finite, finite_json
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers, summarise
 from tqadmin.frameworks.celery_events import CeleryEvents
 from tqadmin.frameworks.decoding import MAX_COUNT, epoch_seconds
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.workers import MAX_NAMED_SKIPS, MAX_SKIP_CHARS, ForeignWorker, MalformedEntry, Skipped
+from tqadmin.show.finite import finite, finite_json
 
 NOW = 1_780_000_000.0
 SEEDS = range(6)

@@ -3,8 +3,9 @@
 The floors (the project's design, "Floors"; drawn in docs/architecture.md, which a test below keeps equal to
 this table, and ``python tests/unit/test_layering.py`` prints), from the ground up:
 
-    errors, masking, backoff and the leaves that import nothing of ours
-    -> the plugin contract, telemetry, audit, logs and the small files beside them (sqlite_file...)
+    errors and show/ (masking, broker strings, tables...): the leaves that import nothing of ours
+    -> the plugin contract and its kit, telemetry, files/ (private files, audit, SQLite), connect/ (backoff,
+       prefixes, the Redis plumbing)
     -> store, config, frameworks
     -> pipeline, admin, alerting and the broker plugins: one floor of islands, none importing another
     -> reading (the one read service: a profile's reading for every face)
@@ -50,39 +51,22 @@ import tqadmin
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ("tqadmin_memory", "tqadmin_rabbitmq", "tqadmin_redis", "tqadmin_sqlite", "tqadmin_sqs")
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # The leaves every floor shares: the error tree, and show/ (broker strings as data, masking, finite
+    # numbers, plain tables, log lines), which imports nothing of ours but itself.
+    ("errors, show", ("tqadmin", "tqadmin.errors", "tqadmin.show")),
     (
-        "errors, masking, backoff and the leaves",
-        (
-            "tqadmin",
-            "tqadmin.errors",
-            "tqadmin.masking",
-            "tqadmin.backoff",
-            # Leaves every floor shares: the rule for showing broker strings, the finite-number check, plain
-            # tables, private folders, the file-access and read-only SQLite checks, the URL prefix rule.
-            "tqadmin.broker_text",
-            "tqadmin.finite",
-            "tqadmin.tables",
-            "tqadmin.private",
-            "tqadmin.file_access",
-            "tqadmin.sqlite_readonly",
-            "tqadmin.prefixes",
-        ),
-    ),
-    (
-        "plugin contract, telemetry, audit, logs, sqlite_file",
+        "plugin contract and kit, telemetry, files, connect",
         (
             "tqadmin.plugin",
             # The kit a plugin may reuse (leased consumer, sessions, settles, retrying...), built on the
             # contract beside it.
             "tqadmin.plugin.kit",
             "tqadmin.telemetry",
-            "tqadmin.audit",
-            "tqadmin.logs",
-            "tqadmin.sqlite_file",
-            # The Redis plumbing (client, scripts, errors) of the store and the Redis plugin; a private file
-            # written whole.
-            "tqadmin.redis_client",
-            "tqadmin.private_file",
+            # The files tqadmin keeps: private folders and files, the audit log, SQLite files opened, shared.
+            "tqadmin.files",
+            # What connections share: the capped backoff, the URL's ?prefix=, the Redis plumbing of the store
+            # and the Redis plugin.
+            "tqadmin.connect",
         ),
     ),
     ("store, config, frameworks", ("tqadmin.store", "tqadmin.config", "tqadmin.frameworks")),
@@ -106,9 +90,6 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # actions, alerting and the plugins declare none: they are islands, and a plugin is found through its entry
 # point, never imported by another.
 SAME_FLOOR: dict[tuple[str, str], str] = {
-    ("tqadmin.tables", "tqadmin.broker_text"): (
-        "a table's cells are shown through the one rule for broker strings, which knows nothing of tables"
-    ),
     ("tqadmin.plugin", "tqadmin.telemetry"): (
         "other frameworks' workers (plugin.workers) carry their task counts as telemetry's TaskStats, the"
         " value every face merges; telemetry knows nothing of plugins"
@@ -116,6 +97,9 @@ SAME_FLOOR: dict[tuple[str, str], str] = {
     ("tqadmin.plugin.kit", "tqadmin.plugin"): (
         "the kit (leased consumer, sessions, settles) is built on the contract's faces and values; the"
         " contract names what a plugin implements and never imports the kit"
+    ),
+    ("tqadmin.plugin.kit", "tqadmin.connect"): (
+        "the kit's retry loop and listener wait the one capped backoff; connect knows nothing of plugins"
     ),
     ("tqadmin.commands", "tqadmin.exporter"): (
         "tqadmin exporter and tqadmin demo start the exporter; the exporter is a face that imports no command"
@@ -357,8 +341,8 @@ FRAMEWORKS_MAY_IMPORT = (
     "tqadmin.plugin",
     "tqadmin.telemetry",
     "tqadmin.errors",
-    "tqadmin.finite",
-    "tqadmin.broker_text",
+    "tqadmin.show.finite",
+    "tqadmin.show.broker_text",
 )
 DESERIALISERS = ["pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 

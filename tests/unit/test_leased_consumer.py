@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tqadmin.backoff import RECONNECT_CAP_S, reconnect_backoff
+from tqadmin.connect.backoff import RECONNECT_CAP_S, reconnect_backoff
 from tqadmin.errors import ConnectTimeout, NotAuthorized, Unreachable
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.kit.background import PluginFault

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tqadmin.backoff import ABSENT_BASE_S, ABSENT_CAP_S, Backoff
+from tqadmin.connect.backoff import ABSENT_BASE_S, ABSENT_CAP_S, Backoff
 from tqadmin.errors import Unreachable
 from tqadmin.plugin.kit.listening import Deliver, KeptListeners, Listener, NothingToHear
 from tqadmin.plugin.kit.retrying import Retrying

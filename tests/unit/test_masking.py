@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tqadmin.masking import MASK, mask_text, mask_url
+from tqadmin.show.masking import MASK, mask_text, mask_url
 
 
 def test_a_url_password_is_replaced_by_stars() -> None:
@@ -89,7 +89,7 @@ def test_key_value_secret_fields_are_masked(text: str) -> None:
 
 HOOKED = """
 import sys, threading
-from tqadmin import logs
+from tqadmin.show import logs
 logs.setup(verbose=False)
 def boom():
     raise RuntimeError("cannot reach amqp://bob:{canary}@db.internal/ with password={canary}")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tqadmin.masking import CLIP_MARGIN, MASK, clip_masked, mask_text, shown
+from tqadmin.show.masking import CLIP_MARGIN, MASK, clip_masked, mask_text, shown
 
 MEGABYTE = 1_000_000
 FACTOR = 50  # masking measured 0.1 to 3.2 times the reference on every text below

@@ -57,7 +57,7 @@ def test_a_port_already_in_use_is_a_usage_error_naming_the_option() -> None:
 CANARY = "Cn@ry:7/Qx-metrics"
 FAILING_SCRAPE = """
 import urllib.error, urllib.request
-from tqadmin import logs
+from tqadmin.show import logs
 from tqadmin.telemetry.endpoint import MetricsServer
 logs.setup(verbose=True)
 def families():

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tqadmin.backoff import RECONNECT_CAP_S, START_WAIT_S, reconnect_backoff
+from tqadmin.connect.backoff import RECONNECT_CAP_S, START_WAIT_S, reconnect_backoff
 from tqadmin.errors import BrokerError, NotAuthorized, Unreachable
 from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 

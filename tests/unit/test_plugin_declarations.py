@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tqadmin import logs
 from tqadmin.cli import main
 from tqadmin.plugin.registry import driver_log_levels, installed_plugins, installed_publish_options
+from tqadmin.show import logs
 
 JOB = '{"task_type": "t", "id": "j1"}'
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tqadmin.demo.orchestrator import default_log_dir
-from tqadmin.private import make_private_folder
+from tqadmin.files.private import make_private_folder
 
 pytestmark = pytest.mark.usefixtures("usual_umask")  # 022: a plain create would give 0644, 0755
 

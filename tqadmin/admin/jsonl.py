@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import UsageError
+from tqadmin.files.private_file import cannot_write, open_private
 from tqadmin.plugin.bodies import load_json
 from tqadmin.plugin.models import Message
-from tqadmin.private_file import cannot_write, open_private
 
 INTEGER_PROPERTIES = frozenset({"delivery_mode", "priority", "timestamp"})
 
@@ -25,7 +25,8 @@ class MessageWriter:
     """
 
     def __init__(self, path: Path, *, force: bool = False) -> None:
-        """A new private file (:mod:`tqadmin.private_file`), replacing an existing one only with ``force``."""
+        """A new private file (:mod:`tqadmin.files.private_file`), replacing an existing one only with
+        ``force``."""
         self.path = path
         self._file = open_private(path, force=force)
 

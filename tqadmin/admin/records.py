@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tqadmin import audit
 from tqadmin.config import Settings
+from tqadmin.files import audit
 from tqadmin.plugin.models import ActionReport
 
 Face = Literal["cli", "tui"]

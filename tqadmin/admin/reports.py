@@ -3,8 +3,8 @@ notification: the figures that apply to the action, a dry run said as such, and 
 
 from __future__ import annotations
 
-from tqadmin.broker_text import escaped
 from tqadmin.plugin.models import ActionReport
+from tqadmin.show.broker_text import escaped
 
 
 def describe_report(report: ActionReport) -> str:

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin import audit
 from tqadmin.admin.pausing import operator
 from tqadmin.config import Settings
+from tqadmin.files import audit
 from tqadmin.store.lease import CronStore, TickState
 from tqadmin.store.triggers import TriggerRequest, TriggerRequests
 

@@ -37,7 +37,7 @@ def fraction(text: str) -> float:
 
 def add_force(parser: argparse.ArgumentParser, file_option: str) -> None:
     """``--force``: replace an existing ``file_option`` (by a new 0600 file, never through a symbolic link:
-    :mod:`tqadmin.private_file`)."""
+    :mod:`tqadmin.files.private_file`)."""
     parser.add_argument(
         "--force",
         action="store_true",

@@ -12,12 +12,12 @@ from tqadmin.admin.records import record_action
 from tqadmin.admin.reports import describe_report
 from tqadmin.config import Settings
 from tqadmin.errors import ExitCode, NoDatabase
-from tqadmin.finite import finite_json
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.reading.reader import ProfileReader, ReaderOptions
 from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.show.finite import finite_json
 
 
 @dataclass(slots=True)

@@ -14,15 +14,15 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from types import FrameType
 
-from tqadmin.backoff import START_WAIT_S
 from tqadmin.commands.context import CommandContext
+from tqadmin.connect.backoff import START_WAIT_S
 from tqadmin.errors import UsageError
-from tqadmin.masking import MaskingFormatter
 from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.jobs import Publish
 from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Scheduler
 from tqadmin.plugin.kit.retrying import Retrying, once_reachable
+from tqadmin.show.masking import MaskingFormatter
 from tqadmin.store.lease import open_cron_store
 from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import open_pauses

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin.dead_letters import GROUP_FIELDS, dead_letter_groups
-from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
 from tqadmin.plugin.capabilities import Operation
-from tqadmin.tables import table
+from tqadmin.show.broker_text import escaped
+from tqadmin.show.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

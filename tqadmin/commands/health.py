@@ -17,20 +17,20 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tqadmin.broker_text import escaped
 from tqadmin.commands import workers as worker_listing
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.health_reading import from_history
 from tqadmin.errors import ExitCode, UsageError
 from tqadmin.frameworks.progress import serves
-from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reader import ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.verdicts import VerdictJudge, judged_queues, verdicts_of
+from tqadmin.show.broker_text import escaped
+from tqadmin.show.masking import mask_text
+from tqadmin.show.tables import table
 from tqadmin.store.pauses import Pause, of_queue
-from tqadmin.tables import table
 from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, VerdictPolicy
 
 POLLS_PER_WINDOW = 8

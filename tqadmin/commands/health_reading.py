@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.drain import estimate

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 
 from tqadmin.admin import gate, pausing
-from tqadmin.broker_text import escaped
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.pauses import add_target, named, open_writer, target_of, warn
 from tqadmin.errors import NoDatabase, UsageError
+from tqadmin.show.broker_text import escaped
 from tqadmin.store.pauses import FOREVER, parse_duration
 
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase, UsageError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
+from tqadmin.show.tables import table
 from tqadmin.store.pauses import Pause, PauseStore, Target, iso, open_pauses
-from tqadmin.tables import table
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from tqadmin.broker_text import escaped
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.confirmation import confirm_by_name
 from tqadmin.commands.context import CommandContext
 from tqadmin.frameworks import JobSummary, iso_utc, summarise
 from tqadmin.plugin.capabilities import Operation
 from tqadmin.plugin.models import Message, PeekResult
+from tqadmin.show.broker_text import escaped
 
 BODY_PREVIEW = 200
 

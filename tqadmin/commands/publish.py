@@ -17,12 +17,12 @@ from tqadmin.admin import gate
 from tqadmin.commands.arguments import add_force, positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, PartialFailure, TqadminError, UsageError
+from tqadmin.files.private_file import open_private, refusal
 from tqadmin.pipeline.publisher import PublishReport, load_jobs, publish_jobs
 from tqadmin.plugin.capabilities import PublishOption
 from tqadmin.plugin.models import ActionReport
 from tqadmin.plugin.registry import installed_publish_options
 from tqadmin.plugin.transport import Outcome, publish_options
-from tqadmin.private_file import open_private, refusal
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,16 +15,16 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from tqadmin.broker_text import escaped
 from tqadmin.commands.context import CommandContext
-from tqadmin.finite import finite
 from tqadmin.frameworks import own_pauses
 from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.reading.drain import drain_text
 from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.show.broker_text import escaped
+from tqadmin.show.finite import finite
+from tqadmin.show.tables import table
 from tqadmin.store.pauses import Pause, of_queue
-from tqadmin.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ from tqadmin.admin.paths import run_transfer
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.transfer_options import add_transfer_options, finish, request_from
 from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.store import open_store
 
 

@@ -15,7 +15,7 @@ from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.status import CronStatus, iso, schedule_rows
 from tqadmin.pipeline.cron.upcoming import annotate, render_extras
 from tqadmin.reading.reading import Part
-from tqadmin.tables import table
+from tqadmin.show.tables import table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

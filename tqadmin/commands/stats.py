@@ -9,7 +9,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, UsageError
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reading import Part
-from tqadmin.tables import table
+from tqadmin.show.tables import table
 from tqadmin.telemetry.window import WindowStats, figures_json, window_stats
 
 DEFAULT_WINDOW_S = 60.0

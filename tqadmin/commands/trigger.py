@@ -13,7 +13,7 @@ from tqadmin.admin.triggering import trigger
 from tqadmin.commands.context import CommandContext
 from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import BrokerError, NoDatabase, PartialFailure, UsageError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S, registered_schedules
 from tqadmin.store.lease import CronStore, open_cron_store
 from tqadmin.store.triggers import open_triggers

@@ -9,11 +9,9 @@ import sys
 from contextlib import AbstractContextManager, closing, nullcontext
 from typing import TYPE_CHECKING
 
-from tqadmin import logs
 from tqadmin.commands.arguments import positive
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode, TqadminError, UsageError
-from tqadmin.masking import mask_text
 from tqadmin.pipeline import retry
 from tqadmin.pipeline.breaker import BreakRule
 from tqadmin.pipeline.claim_register import ClaimRegister, recover_claims
@@ -25,6 +23,8 @@ from tqadmin.pipeline.tasks import load_tasks
 from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.kit.background import PluginFault
+from tqadmin.show import logs
+from tqadmin.show.masking import mask_text
 from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import open_pauses, parse_duration
 from tqadmin.telemetry.endpoint import MetricsServer

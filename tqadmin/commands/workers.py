@@ -16,11 +16,11 @@ from typing import Any
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import ExitCode
 from tqadmin.frameworks.summary import TQADMIN
-from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
 from tqadmin.reading.reading import Part, ProfileReading
+from tqadmin.show.masking import mask_text
+from tqadmin.show.tables import table
 from tqadmin.store.base import WorkerRecord
-from tqadmin.tables import table
 from tqadmin.telemetry.progress import progress_json
 from tqadmin.telemetry.wedged import Verdict
 

@@ -27,7 +27,7 @@ from tqadmin.demo.processes import Supervisor
 from tqadmin.demo.summary import BrokerView, Summary, Telemetry
 from tqadmin.demo.traffic import Sink, Traffic
 from tqadmin.errors import TqadminError
-from tqadmin.private import make_private_folder
+from tqadmin.files.private import make_private_folder
 
 T = TypeVar("T")
 TASKS_MODULE = "tqadmin.demo.tasks"

@@ -16,7 +16,7 @@ from typing import Any
 
 from tqadmin.demo.cron import CronCount
 from tqadmin.demo.traffic import TrafficCounts
-from tqadmin.tables import table
+from tqadmin.show.tables import table
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.histogram import Histogram
 from tqadmin.telemetry.window import figures_json

@@ -6,7 +6,7 @@ queues, its store's workers and cron, other frameworks' workers; the history rec
 profile is read-only; each queue's verdict over the profile's ``stall_after_s``, judged there). A part that
 cannot be read keeps its last values, the profile is marked failed (``tqadmin_up`` 0), one line is logged
 when the outage starts and one when it ends, and the next poll comes after
-:func:`~tqadmin.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed.
+:func:`~tqadmin.connect.backoff.poll_retry_delay` as the dashboard's does. Nothing is peeked or consumed.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
+from tqadmin.connect.backoff import poll_retry_delay
 from tqadmin.pipeline.cron.status import CronStatus
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.kit.delays import work_queues

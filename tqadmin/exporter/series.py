@@ -21,8 +21,8 @@ from prometheus_client.samples import Sample
 
 from tqadmin.alerting.conditions import queue_contexts
 from tqadmin.exporter.polling import Served
-from tqadmin.finite import finite
 from tqadmin.plugin.models import QueueStats
+from tqadmin.show.finite import finite
 from tqadmin.telemetry import metric_names as names
 from tqadmin.telemetry.counters import TaskStats, fold_task_types
 from tqadmin.telemetry.families import task_families

@@ -34,7 +34,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqadmin.finite import finite
 from tqadmin.frameworks.celery import envelope_body
 from tqadmin.frameworks.decoding import (
     NOT_JSON,
@@ -47,6 +46,7 @@ from tqadmin.frameworks.decoding import (
 )
 from tqadmin.frameworks.summary import CELERY
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
+from tqadmin.show.finite import finite
 from tqadmin.telemetry.counters import TaskStats, Telemetry
 from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S
 

@@ -22,8 +22,8 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-from tqadmin.finite import finite
 from tqadmin.plugin.workers import MalformedEntry
+from tqadmin.show.finite import finite
 from tqadmin.telemetry.task_names import MAX_TASK_TYPE_CHARS
 
 # A body past this size is not parsed: recognised from its headers alone, or not at all. RabbitMQ refuses

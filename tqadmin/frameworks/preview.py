@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from tqadmin.broker_text import escaped
+from tqadmin.show.broker_text import escaped
 
 MAX_PREVIEW_CHARS: Final = 120
 ELLIPSIS: Final = "…"

@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tqadmin.masking import clip_masked, shown
 from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.tasks import TaskSpec
+from tqadmin.show.masking import clip_masked, shown
 from tqadmin.store.pause_audit import PauseAudit
 from tqadmin.store.pauses import PauseStore, Target
 

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tqadmin.masking import mask_text
+from tqadmin.show.masking import mask_text
 from tqadmin.store.base import Claim, ClaimState, CompletionStore
 
 log = logging.getLogger("tqadmin.worker")

@@ -2,7 +2,7 @@
 
 ``x-tq-error`` is what an on-call engineer reads first, so it is the exception's class and message, masked
 (task errors love to quote connection strings) and cut to 2 KiB on a character boundary. It is cut before it
-is masked (:func:`~tqadmin.masking.clip_masked`): a task may raise with a message of megabytes.
+is masked (:func:`~tqadmin.show.masking.clip_masked`): a task may raise with a message of megabytes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from tqadmin.masking import clip_masked
 from tqadmin.plugin.models import (
     HEADER_ATTEMPTS,
     HEADER_DEAD_LETTERED_AT,
@@ -20,6 +19,7 @@ from tqadmin.plugin.models import (
     HEADER_ORIGINAL_QUEUE,
     HEADER_REASON,
 )
+from tqadmin.show.masking import clip_masked
 
 MAX_ERROR_BYTES = 2048
 

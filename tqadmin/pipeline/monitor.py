@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
-from tqadmin.masking import shown
 from tqadmin.pipeline.holding import HoldingConsumer
 from tqadmin.pipeline.outcomes import Run, WindowHandoff
 from tqadmin.pipeline.pausing import PauseWatch
@@ -30,6 +29,7 @@ from tqadmin.pipeline.settler import Settler
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
+from tqadmin.show.masking import shown
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 log = logging.getLogger("tqadmin.worker")

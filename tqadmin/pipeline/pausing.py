@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tqadmin.masking import shown
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
+from tqadmin.show.masking import shown
 from tqadmin.store.pause_audit import PauseAudit, reap
 from tqadmin.store.pauses import Pause, PauseStore
 

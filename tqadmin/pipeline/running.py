@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from tqadmin.masking import shown
 from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.gate import SoloGate
@@ -29,6 +28,7 @@ from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import OUTSIDE, Trouble
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import Consumer
+from tqadmin.show.masking import shown
 from tqadmin.store.base import Claim
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.progress import MAX_ID_CHARS, BusyThread

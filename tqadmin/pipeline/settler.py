@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
-from tqadmin.masking import shown
 from tqadmin.pipeline.breaker import Breaker
 from tqadmin.pipeline.copies import Copies
 from tqadmin.pipeline.deadletter import clip_error, dead_letter_headers, describe_error, first_seen
@@ -43,6 +42,7 @@ from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, HEADER_RETRY_COUNT
 from tqadmin.plugin.transport import Consumer
+from tqadmin.show.masking import shown
 from tqadmin.store.base import Claim, ClaimState, Effect
 from tqadmin.telemetry.counters import Telemetry
 

@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
-from tqadmin.backoff import Backoff
-from tqadmin.masking import mask_text
+from tqadmin.connect.backoff import Backoff
 from tqadmin.pipeline.watchdog import Watchdog
 from tqadmin.plugin.kit.retrying import Retrying
+from tqadmin.show.masking import mask_text
 
 log = logging.getLogger("tqadmin.worker")
 

@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Callable
 
 from tqadmin.errors import TqadminError
-from tqadmin.masking import mask_text
 from tqadmin.pipeline.throttle import Throttle
+from tqadmin.show.masking import mask_text
 
 log = logging.getLogger("tqadmin.worker")
 

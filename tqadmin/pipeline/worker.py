@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tqadmin.backoff import START_WAIT_S
+from tqadmin.connect.backoff import START_WAIT_S
 from tqadmin.pipeline.breaker import Breaker, rule_for
 from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.copies import Copies

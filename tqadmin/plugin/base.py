@@ -16,10 +16,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from tqadmin.errors import NotSupported, QueueReadOnly, UsageError
-from tqadmin.masking import mask_text, mask_url
 from tqadmin.plugin.capabilities import Capabilities, Operation, TransportCapabilities
 from tqadmin.plugin.models import ActionReport, DeathRecord, Message, PeekResult, QueueListing, dlq_name
 from tqadmin.plugin.workers import WorkerReading
+from tqadmin.show.masking import mask_text, mask_url
 
 if TYPE_CHECKING:
     from tqadmin.plugin.transport import BrokerTransport
@@ -247,7 +247,7 @@ class BrokerPlugin(ABC):
     loading a driver: ``tqadmin publish`` builds its flags from the ``publish_options`` of every installed
     plugin. ``None`` for a plugin without a transport face."""
     driver_loggers: ClassVar[tuple[DriverLogger, ...]] = ()
-    """The loggers of its driver that tqadmin tunes at start (:mod:`tqadmin.logs`)."""
+    """The loggers of its driver that tqadmin tunes at start (:mod:`tqadmin.show.logs`)."""
     start_hint: ClassVar[str] = "start the broker or point --broker at a running one"
     """What to do when the broker cannot be reached, where starting one would help (the demo says it after
     the error): which server, and how to start one."""

@@ -12,9 +12,9 @@ from importlib.metadata import EntryPoint, entry_points
 from urllib.parse import urlsplit
 
 from tqadmin.errors import ConfigError
-from tqadmin.masking import mask_url
 from tqadmin.plugin.base import BrokerPlugin, PluginOption
 from tqadmin.plugin.capabilities import PublishOption
+from tqadmin.show.masking import mask_url
 
 GROUP = "tqadmin.brokers"
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from tqadmin.broker_text import escaped
+from tqadmin.show.broker_text import escaped
 from tqadmin.telemetry.counters import TaskStats
 
 T = TypeVar("T")

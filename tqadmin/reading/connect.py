@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
-from tqadmin.masking import mask_text
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.registry import plugin_for_url
+from tqadmin.show.masking import mask_text
 
 
 def connect_admin(settings: Settings) -> BrokerAdmin:

@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 from tqadmin.config import Settings
 from tqadmin.errors import NoDatabase
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.frameworks.wedged import judge_foreign
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import read_status

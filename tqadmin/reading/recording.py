@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Self, TypedDict, Unpack
 
 from tqadmin.config import Settings
-from tqadmin.file_access import Access
-from tqadmin.masking import mask_text
+from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.reading.lazy import Fresh, Lazy, never_fresh, unless_fresh
+from tqadmin.show.masking import mask_text
 from tqadmin.store.history import (
     DEFAULT_MAX_SERIES,
     QUEUES,

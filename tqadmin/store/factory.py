@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from tqadmin.connect.prefixes import split_prefix
 from tqadmin.errors import ConfigError
-from tqadmin.file_access import Access
-from tqadmin.masking import mask_url
-from tqadmin.prefixes import split_prefix
+from tqadmin.files.access import Access
+from tqadmin.show.masking import mask_url
 from tqadmin.store.base import Retention, StateStore
 from tqadmin.store.keys import DEFAULT_PREFIX
 

@@ -39,10 +39,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from tqadmin.connect.prefixes import split_prefix
 from tqadmin.errors import ConfigError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.prefixes import split_prefix
 from tqadmin.store.factory import by_scheme
 from tqadmin.store.history_points import (
     HISTORY_BUCKETS,
@@ -336,7 +336,7 @@ def open_history(
         return RedisHistory(redis_client(url, timeout_s), **options)
 
     def on_sqlite() -> HistoryStore:
-        from tqadmin.sqlite_file import path_of
+        from tqadmin.files.sqlite import path_of
         from tqadmin.store.sqlite_history import SQLiteHistory
 
         return SQLiteHistory(path_of(url), timeout_s=timeout_s, access=access, **options)

@@ -13,8 +13,8 @@ import json
 import math
 from typing import Any
 
-from tqadmin.finite import finite
 from tqadmin.plugin.models import QueueStats
+from tqadmin.show.finite import finite
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
 from tqadmin.telemetry.histogram import Histogram
 

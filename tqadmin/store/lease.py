@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from tqadmin.errors import UsageError
-from tqadmin.file_access import Access
+from tqadmin.files.access import Access
 
 
 def tick_id(name: str, scheduled: int) -> str:
@@ -225,7 +225,7 @@ def open_cron_store(
 
         return SQLiteCronStore.from_url(url, namespace, timeout_s, access=access)
     from tqadmin.errors import ConfigError
-    from tqadmin.masking import mask_url
+    from tqadmin.show.masking import mask_url
 
     raise ConfigError(
         f"the cron needs a state store URL redis://, rediss:// or sqlite:///PATH, not {mask_url(url)}"

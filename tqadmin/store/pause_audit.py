@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqadmin import audit
+from tqadmin.files import audit
 from tqadmin.store.pauses import Pause, PauseStore, iso
 
 EXPIRED = "expired"

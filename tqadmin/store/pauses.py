@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from tqadmin.connect.prefixes import split_prefix
 from tqadmin.errors import BadResponse, UsageError
-from tqadmin.file_access import Access
-from tqadmin.prefixes import split_prefix
+from tqadmin.files.access import Access
 from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 
@@ -252,7 +252,7 @@ def open_pauses(
         return RedisPauses.from_url(url, timeout_s=timeout_s, prefix=chosen)
 
     def on_sqlite() -> PauseStore:
-        from tqadmin.sqlite_file import path_of
+        from tqadmin.files.sqlite import path_of
         from tqadmin.store.sqlite_pauses import SQLitePauses
 
         return SQLitePauses(path_of(url), url=url, prefix=chosen, timeout_s=timeout_s, access=access)

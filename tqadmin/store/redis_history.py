@@ -26,7 +26,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from tqadmin.redis_client import Script, ScriptCall, connect, run_scripts, server_time, text, translated
+from tqadmin.connect.redis_client import (
+    Script,
+    ScriptCall,
+    connect,
+    run_scripts,
+    server_time,
+    text,
+    translated,
+)
 from tqadmin.store.history import (
     CLOCK_TOLERANCE_S,
     DEFAULT_MAX_DEPARTED,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 
 import redis
 
-from tqadmin.prefixes import split_prefix
+from tqadmin.connect.prefixes import split_prefix
 from tqadmin.store.keys import check_prefix
 from tqadmin.store.lease import (
     CronStore,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tqadmin.redis_client import NOW_MS, Script, connect, run_scripts, server_time, text, translated
+from tqadmin.connect.redis_client import NOW_MS, Script, connect, run_scripts, server_time, text, translated
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.store.pauses import Pause, PauseStore, Target, readable
 from tqadmin.store.redis_store import FLAG, _where

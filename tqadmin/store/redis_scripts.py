@@ -6,7 +6,7 @@ fencing counter, only ever incremented), ``expires`` (lease end, ms), ``crashes`
 *claimed* until the run of its job starts, then *running*: only a running claim that expires counts a crash.
 """
 
-from tqadmin.redis_client import NOW_MS, Script
+from tqadmin.connect.redis_client import NOW_MS, Script
 
 CLAIM_FN = """
 local function claim(key, owner, lease_ms, retention_s)

@@ -13,9 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from tqadmin.errors import BadResponse, TqadminError
-from tqadmin.masking import mask_url
-from tqadmin.redis_client import (
+from tqadmin.connect.redis_client import (
     ScriptCall,
     connect,
     detail,
@@ -25,6 +23,8 @@ from tqadmin.redis_client import (
     text,
     translated,
 )
+from tqadmin.errors import BadResponse, TqadminError
+from tqadmin.show.masking import mask_url
 from tqadmin.store import redis_scripts
 from tqadmin.store.base import (
     Claim,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from tqadmin.redis_client import connect, server_time, text, translated
+from tqadmin.connect.redis_client import connect, server_time, text, translated
 from tqadmin.store.keys import check_prefix
 from tqadmin.store.redis_store import FLAG, _where
 from tqadmin.store.triggers import TriggerRequest, TriggerRequests

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile
 from tqadmin.store.history import (
     CLOCK_TOLERANCE_S,
     DEFAULT_MAX_DEPARTED,

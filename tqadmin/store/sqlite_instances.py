@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.sqlite import SQLiteFile
 from tqadmin.store.lease import Registration
 
 INSTANCES_SCHEMA = (

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from tqadmin.file_access import Access
-from tqadmin.prefixes import split_prefix
-from tqadmin.sqlite_file import SQLiteFile, path_of
+from tqadmin.connect.prefixes import split_prefix
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile, path_of
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.store.lease import (
     CronStore,

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.store.pauses import Pause, PauseStore, Target, readable, unreadable
 

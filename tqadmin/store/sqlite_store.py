@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from tqadmin.file_access import Access
-from tqadmin.sqlite_file import SQLiteFile, path_of
+from tqadmin.files.access import Access
+from tqadmin.files.sqlite import SQLiteFile, path_of
 from tqadmin.store.base import (
     Claim,
     ClaimState,

@@ -17,8 +17,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from tqadmin.file_access import Access
-from tqadmin.prefixes import split_prefix
+from tqadmin.connect.prefixes import split_prefix
+from tqadmin.files.access import Access
 from tqadmin.store.factory import by_scheme
 from tqadmin.store.keys import DEFAULT_PREFIX
 
@@ -80,7 +80,7 @@ def open_triggers(
         return RedisTriggers.from_url(url, namespace, timeout_s=timeout_s, prefix=prefix)
 
     def on_sqlite() -> TriggerRequests:
-        from tqadmin.sqlite_file import path_of
+        from tqadmin.files.sqlite import path_of
         from tqadmin.store.sqlite_triggers import SQLiteTriggers
 
         return SQLiteTriggers(

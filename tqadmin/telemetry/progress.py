@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tqadmin.finite import finite
+from tqadmin.show.finite import finite
 
 MAX_ID_CHARS = 200  # a job id comes from a message: clipped before it is kept
 

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tqadmin.tables import human_duration
+from tqadmin.show.tables import human_duration
 
 OK, IDLE, DEGRADED, STALLED, NO_CONSUMER, PAUSED, UNKNOWN = (
     "ok",

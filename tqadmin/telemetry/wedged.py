@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tqadmin.tables import human_duration
+from tqadmin.show.tables import human_duration
 from tqadmin.telemetry.counters import StatsKey, TaskStats, by_task_type, merge_stats
 from tqadmin.telemetry.progress import BusyThread
 from tqadmin.telemetry.snapshot import WorkerSnapshot

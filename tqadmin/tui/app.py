@@ -17,11 +17,11 @@ from textual.binding import Binding, BindingType
 from tqadmin.admin import gate, pausing
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import TqadminError
-from tqadmin.logs import masked_traceback
 from tqadmin.reading.connect import connect_admin, describe_error
 from tqadmin.reading.reader import CRON_NAMESPACE
 from tqadmin.reading.reading import Part
 from tqadmin.reading.recording import LIVE, HistoryReader, next_span
+from tqadmin.show.logs import masked_traceback
 from tqadmin.tui import actions
 from tqadmin.tui.polling import AdminFactory, PollingApp, Sources
 from tqadmin.tui.screens.cron import CronScreen

@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tqadmin import tables
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
 from tqadmin.reading.recording import LIVE, Depths, Span
+from tqadmin.show import tables
 from tqadmin.store.pauses import Pause, of_queue
 
 human_duration = tables.human_duration  # its home is below every face: the judges' reasons use it too

@@ -7,8 +7,8 @@ store's (telemetry, cron, pauses) are read by two pollers of the same
 :class:`~tqadmin.reading.reader.ProfileReader`, so a store that hangs never holds the queues back. After a
 failure the last good data stays on screen, marked stale, and the poll is retried after one refresh, then
 every 1.5 refreshes (at most once a second), so the board shows the broker back within two refreshes of its
-return (:func:`tqadmin.backoff.poll_retry_delay`). What is read, and what is recorded in the history, is
-the read service's; what is here is when to read, and what the screens show of it.
+return (:func:`tqadmin.connect.backoff.poll_retry_delay`). What is read, and what is recorded in the history,
+is the read service's; what is here is when to read, and what the screens show of it.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from textual.app import App
 from textual.signal import Signal
 from textual.timer import Timer
 
-from tqadmin.backoff import poll_retry_delay
 from tqadmin.config import Settings
-from tqadmin.masking import mask_url
+from tqadmin.connect.backoff import poll_retry_delay
 from tqadmin.plugin.base import BrokerAdmin
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.workers import WorkerReading
@@ -43,6 +42,7 @@ from tqadmin.reading.recording import (
     SpanReading,
 )
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
+from tqadmin.show.masking import mask_url
 from tqadmin.store.pauses import Pause
 from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy
 from tqadmin.telemetry.wedged import Verdict

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from tqadmin import audit
+from tqadmin.files import audit
 from tqadmin.pipeline.pausing import read_pauses
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tqadmin.backoff import reconnect_backoff
+from tqadmin.connect.backoff import reconnect_backoff
 from tqadmin.errors import TqadminError
 from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.jobs import Publish, PublishFailed, cron_job, publish_job, trigger_job

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from tqadmin.errors import TqadminError
-from tqadmin.masking import mask_text
+from tqadmin.show.masking import mask_text
 
 log = logging.getLogger("tqadmin.worker")
 

@@ -16,8 +16,8 @@ loudly). :class:`LeasedConsumer` keeps it in one place:
   plugin's own I/O turn (:meth:`~LeasedConsumer.queued`); an ack whose caller must know waits for the
   broker's answer (:meth:`~LeasedConsumer.ack_answered`);
 - the I/O loop: :meth:`~LeasedConsumer.fetch` each turn, the plugin's transient errors waited out with
-  :class:`~tqadmin.plugin.kit.retrying.Retrying` (the capped :mod:`tqadmin.backoff`), its fatal ones ending
-  the run, and the end of a run once stopped, drained and flushed;
+  :class:`~tqadmin.plugin.kit.retrying.Retrying` (the capped :mod:`tqadmin.connect.backoff`), its fatal ones
+  ending the run, and the end of a run once stopped, drained and flushed;
 - one policy for a thread that fails (:class:`~tqadmin.plugin.kit.background.Background`): the run ends with a
   :class:`~tqadmin.plugin.kit.background.PluginFault`, the worker exits 1 with the masked traceback, never a
   silent stall.

@@ -7,7 +7,8 @@ plugin's ``read`` (connect, subscribe, hand each payload over until stopped), an
 exception counts a gap (what was published meanwhile was missed), says so once per outage, waits the
 shared reconnect backoff (:class:`~tqadmin.plugin.kit.retrying.Retrying`) and reads again. A source that does
 not exist yet (:class:`NothingToHear`: Celery's event exchange where no worker with events ran) is no gap:
-it is looked for again with the longer :func:`~tqadmin.backoff.absent_backoff` (2.5 s doubling to 2 min).
+it is looked for again with the longer :func:`~tqadmin.connect.backoff.absent_backoff` (2.5 s doubling to 2
+min).
 
 A listener's state (what it heard so far) is worth more than the connection of the reader that started it:
 a face drops its broker admin on any read error and opens a new one at the next poll. :data:`KEPT` keeps
@@ -24,10 +25,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
-from tqadmin.backoff import absent_backoff
+from tqadmin.connect.backoff import absent_backoff
 from tqadmin.errors import BrokerError
-from tqadmin.masking import mask_text
 from tqadmin.plugin.kit.retrying import Retrying
+from tqadmin.show.masking import mask_text
 
 log = logging.getLogger(__name__)
 

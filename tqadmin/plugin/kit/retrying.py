@@ -1,5 +1,6 @@
 """The one reconnect and retry loop of every plugin (and of the worker supervisor): count the failures in a
-row, wait what :mod:`tqadmin.backoff` says after each, start again from the first wait after a success.
+row, wait what :mod:`tqadmin.connect.backoff` says after each, start again from the first wait after a
+success.
 
 A loop that computed ``base * 2**attempt`` itself overflowed after about a thousand failures in a row (an
 outage of an hour or so) and killed the thread it ran in; through :class:`Retrying` the waits stay within
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from tqadmin.backoff import Backoff, reconnect_backoff
+from tqadmin.connect.backoff import Backoff, reconnect_backoff
 from tqadmin.errors import ConnectError, NotAuthorized
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, ProgressBar, Static
 
-from tqadmin import private_file
 from tqadmin.admin.records import record_action
 from tqadmin.admin.reports import describe_report
+from tqadmin.files import private_file
 from tqadmin.plugin.models import ActionReport
 from tqadmin.reading.connect import describe_error
 from tqadmin.tui import actions
@@ -110,7 +110,7 @@ class ActionScreen(ModalScreen[ActionReport | None]):
 
     def _may_write(self, target: str, force: bool) -> bool:
         """An export file that exists is replaced only after a second Enter on the same name; a symbolic
-        link never (:mod:`tqadmin.private_file`)."""
+        link never (:mod:`tqadmin.files.private_file`)."""
         refused = private_file.refusal(Path(target), force=force)
         if isinstance(refused, private_file.FileExists):
             self.replace_asked = target

@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tqadmin.config import Settings, load_config_file, profile_names
-from tqadmin.masking import mask_url
+from tqadmin.show.masking import mask_url
 from tqadmin.tui.text import clean
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tqadmin.errors import BadResponse, ConnectTimeout, NotAuthorized, Unreachable
-from tqadmin.masking import clip_masked
+from tqadmin.show.masking import clip_masked
 
 if TYPE_CHECKING:
     import redis

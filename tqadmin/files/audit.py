@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import ConfigError
-from tqadmin.private import PRIVATE_FILE, make_private_folder
+from tqadmin.files.private import PRIVATE_FILE, make_private_folder
 
 
 def ensure_writable(path: Path) -> None:

@@ -1,14 +1,14 @@
 """Plain text for a terminal: aligned tables whose cells, broker strings among them, cannot drive it.
 
 Below every face that prints (the commands, the demo's summary), so each renders a table the same way; a cell
-is shown through the one rule for broker strings (:func:`tqadmin.broker_text.escaped`).
+is shown through the one rule for broker strings (:func:`tqadmin.show.broker_text.escaped`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tqadmin.broker_text import escaped
+from tqadmin.show.broker_text import escaped
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

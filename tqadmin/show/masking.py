@@ -4,7 +4,7 @@ A password must never reach a terminal, a log, a screenshot or an exception, so 
 URL goes through :func:`mask_url`, and free text from drivers (which like to echo the URL they failed on)
 goes through :func:`mask_text` before it is printed. A URL whose user part has no password
 (``https://TOKEN@host``) carries a token there, so that part is masked whole. Log records pass through
-:class:`MaskingFormatter` (installed by :mod:`tqadmin.logs`), tracebacks included.
+:class:`MaskingFormatter` (installed by :mod:`tqadmin.show.logs`), tracebacks included.
 
 Why every pattern is linear in its input: masking runs on every log line and on every error text, which a
 task or a producer can make as long as it likes, under the logging lock. A pattern that may start at every

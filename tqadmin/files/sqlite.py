@@ -25,7 +25,7 @@ Why each setting:
   reader never creates it, nor its folder: a path that does not exist is :class:`NoDatabase`, so a typo is
   said instead of looking like an empty broker (and leaving a stray file behind).
 - **readers write nothing**: a file opened for reading (:attr:`Access.READ`) is read by
-  :mod:`tqadmin.sqlite_readonly` (``mode=ro``, one connection per read, missing tables read as empty):
+  :mod:`tqadmin.files.sqlite_readonly` (``mode=ro``, one connection per read, missing tables read as empty):
   no schema, no journal mode, no lock but the shared one every reader takes, and no file created beside it.
   Only writers set the settings above and create their tables.
 """
@@ -53,10 +53,10 @@ from tqadmin.errors import (
     ReadOnly,
     Unreachable,
 )
-from tqadmin.file_access import Access
-from tqadmin.masking import mask_url
-from tqadmin.private import PRIVATE_FILE, make_private_folder
-from tqadmin.sqlite_readonly import ChangedWhileRead, read_only, stand_in
+from tqadmin.files.access import Access
+from tqadmin.files.private import PRIVATE_FILE, make_private_folder
+from tqadmin.files.sqlite_readonly import ChangedWhileRead, read_only, stand_in
+from tqadmin.show.masking import mask_url
 
 MOUNTS = Path("/proc/mounts")
 # Filesystem types (as /proc/mounts names them) whose locks or shared memory SQLite's WAL cannot rely on.
@@ -288,7 +288,7 @@ class SQLiteFile:
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """One read transaction: its queries see one snapshot, and no writer waits for it (WAL). A reader's
-        is :func:`tqadmin.sqlite_readonly.read_only`'s, which writes nothing."""
+        is :func:`tqadmin.files.sqlite_readonly.read_only`'s, which writes nothing."""
         if self.access is Access.READ:
             with self.translated(), read_only(self.path, self._stand_ins, self.timeout_s) as db:
                 yield db

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TextIO
 
-from tqadmin.masking import MaskingFormatter, mask_text
+from tqadmin.show.masking import MaskingFormatter, mask_text
 
 FORMAT = "%(asctime)s %(process)d %(levelname)s %(message)s"
 

@@ -1,5 +1,5 @@
 """Read an SQLite file without writing anything beside it or in it: the one way every reader of a tqadmin
-file opens it (:meth:`tqadmin.sqlite_file.SQLiteFile.read` on a reader's file).
+file opens it (:meth:`tqadmin.files.sqlite.SQLiteFile.read` on a reader's file).
 
 Why each step:
 
