@@ -4,10 +4,10 @@ Two waits the holders of claims used to impose, each timed on this checkout and,
 on another one (before) in the same rounds, in turn:
 
 - restart: 2,000 jobs through 4 ``tqadmin worker``s (4 job threads, prefetch 16, the default 30 s lease) on a
-  RabbitMQ node of the bench's own (tests/rabbitmq_node.py, classic queues). Most jobs take 20 ms; 8 among the
-  last hundred run until the bench lets them end. Chaos: one worker process is SIGKILLed every 2 s (its
-  supervisor starts another) until half the jobs are done; a second after the long jobs are all running, the
-  broker application stops and starts again (``rabbitmqctl stop_app``, 3 s, ``start_app``: 10 to 15 s down
+  RabbitMQ node of the bench's own (tests/support/rabbitmq_node.py, classic queues). Most jobs take 20 ms; 8
+  among the last hundred run until the bench lets them end. Chaos: one worker process is SIGKILLed every 2 s
+  (its supervisor starts another) until half the jobs are done; a second after the long jobs are all running,
+  the broker application stops and starts again (``rabbitmqctl stop_app``, 3 s, ``start_app``: 10 to 15 s down
   on a busy machine), and the long runs end a second after the broker is back: their copies, redelivered,
   come while the runs go on. Timed from the broker's return (its AMQP port accepting again) to the last
   effect committed (about that second: the floor) and to the work queue and its delay queues empty (every
@@ -41,15 +41,15 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # bench/ and the tests' RabbitMQ node are no packages
+sys.path.insert(0, str(HERE))  # bench/ is not a package (the RabbitMQ node is tests.support's)
 
 import httpx  # noqa: E402
 import pika  # noqa: E402
 import redis  # noqa: E402
 from drain import AMQP, CHECKOUT, STORE_URL, checkout_env  # noqa: E402
-from rabbitmq_node import RabbitMQNode  # noqa: E402
 from tqadmin_rabbitmq import RabbitMQPlugin  # noqa: E402
 
+from tests.support.rabbitmq_node import RabbitMQNode  # noqa: E402
 from tqadmin.plugin.base import BrokerConfig  # noqa: E402
 from tqadmin.plugin.models import Message  # noqa: E402
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from textual.widgets import DataTable
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
-from tests.fakes.management_api import FakeManagementAPI
+from tests.support.management_api import FakeManagementAPI
 from tests.tui.seeding import SeededAdmin
 from tqadmin.config import Settings
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent / "tests"))  # the moto server the tests start, started the same way
 sys.path.insert(0, str(HERE))  # bench/ is not a package
 
 from drain import (  # noqa: E402
@@ -48,7 +47,13 @@ from drain import (  # noqa: E402
     tqadmin_worker,
 )
 from rounds import Target, finish, groups, run_rounds  # noqa: E402
-from sqs_server import BROKER_URL, CREDENTIALS, MotoServer, client  # noqa: E402
+
+from tests.support.sqs_server import (  # noqa: E402  # the moto server the tests start, started the same way
+    BROKER_URL,
+    CREDENTIALS,
+    MotoServer,
+    client,
+)
 
 BATCH = 10
 TQ_OFF, TQ_ON, PLAIN = "tqadmin worker, dedup off", "tqadmin worker, dedup on", "plain boto3 loop"

@@ -139,7 +139,7 @@ def tq_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, Any,
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """moto's SQS server on a free loopback port, one per pytest process (xdist-safe)."""
-    from sqs_server import MotoServer
+    from tests.support.sqs_server import MotoServer
 
     server = MotoServer()
     yield server.endpoint
@@ -150,7 +150,7 @@ def moto_endpoint() -> Iterator[str]:
 def sqs_env(moto_endpoint: str, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The environment of a user of the local SQS: credentials, region, endpoint, and the broker URL; the
     endpoint is returned. Worker processes started by the test inherit it."""
-    from sqs_server import BROKER_URL, CREDENTIALS
+    from tests.support.sqs_server import BROKER_URL, CREDENTIALS
 
     for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
@@ -162,7 +162,7 @@ def sqs_env(moto_endpoint: str, isolated_env: Path, monkeypatch: pytest.MonkeyPa
 @pytest.fixture
 def sqs_queues(moto_endpoint: str, unique: str) -> Iterator[Any]:
     """Create, fill and inspect uniquely named queues on the moto server; all deleted after the test."""
-    from sqs_server import SqsQueues
+    from tests.support.sqs_server import SqsQueues
 
     queues = SqsQueues(moto_endpoint, unique)
     yield queues
@@ -172,8 +172,8 @@ def sqs_queues(moto_endpoint: str, unique: str) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def redis_cluster_url() -> Iterator[str]:
     """A three-master Redis Cluster of this test process's own, on free loopback ports
-    (tests/redis_servers.py)."""
-    from redis_servers import shared_cluster
+    (tests/support/redis_servers.py)."""
+    from tests.support.redis_servers import shared_cluster
 
     yield shared_cluster().url
 

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import pytest
-from amqp_proxy import AmqpProxy
-from rabbit_queues import queues_named
-from sqs_server import BROKER_URL, CREDENTIALS, SqsQueues
 from tqadmin_memory.broker import MemoryBroker, shared
 from tqadmin_memory.capabilities import CAPABILITIES as MEMORY_CAPABILITIES
 from tqadmin_memory.consuming import MemoryConsumer
 from tqadmin_sqs.codec import BODY_ENCODING, encode_body, to_message
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import queues_named
+from tests.support.sqs_server import BROKER_URL, CREDENTIALS, SqsQueues
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig, BrokerPlugin
 from tqadmin.plugin.capabilities import Capabilities, Operation
 from tqadmin.plugin.models import Message
@@ -386,12 +386,13 @@ class RedisHarness(PluginFaces):
 
 
 class RedisClusterHarness(RedisHarness):
-    """The same over a three-master Redis Cluster of this test process's own (tests/redis_servers.py)."""
+    """The same over a three-master Redis Cluster of this test process's own
+    (tests/support/redis_servers.py)."""
 
     marks: ClassVar[tuple[pytest.MarkDecorator, ...]] = (pytest.mark.redis_cluster,)
 
     def server_url(self) -> str:
-        from redis_servers import shared_cluster
+        from tests.support.redis_servers import shared_cluster
 
         return shared_cluster().url
 

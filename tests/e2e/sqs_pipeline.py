@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqs_server import BROKER_URL, SqsQueues
 from worker_harness import Pipeline
 
+from tests.support.sqs_server import BROKER_URL, SqsQueues
 from tqadmin.config import Settings
 from tqadmin.plugin.registry import plugin_for_url
 

@@ -1,16 +1,16 @@
 """After a broker outage, workers, a publisher and the cron try again within the backoff's cap and are back
 soon after, without a reconnect storm.
 
-The outage is acted out by one TCP proxy per process (tests/amqp_proxy.py): every connection is cut, new ones
-are reset at once, as a broker whose app is stopped answers, while the real RabbitMQ that other tests use goes
-on; and once for real, with a RabbitMQ node of the test's own stopped and booted again
-(tests/rabbitmq_node.py), the proxies then only forwarding and watching. Each proxy times the attempts it saw
-and the first ``Basic.Consume`` / ``Basic.Publish`` after the broker came back. Before the shared backoff, a
-4 s outage left workers idle for 16 s (the backoff grew to 10-15 s, capped at 30 s): what the promise of
-being back within 5 s rests on is that no process waits longer than the cap (3 s) to try again, which this
-test checks on the first attempt after the return (a sleep's end, which load hardly moves); the reconnect's
-own work (handshake, declare, consume) is what a loaded machine stretches, so the seconds until consuming
-or publishing again are printed, and bounded only by what load cannot explain.
+The outage is acted out by one TCP proxy per process (tests/support/amqp_proxy.py): every connection is cut,
+new ones are reset at once, as a broker whose app is stopped answers, while the real RabbitMQ that other tests
+use goes on; and once for real, with a RabbitMQ node of the test's own stopped and booted again
+(tests/support/rabbitmq_node.py), the proxies then only forwarding and watching. Each proxy times the attempts
+it saw and the first ``Basic.Consume`` / ``Basic.Publish`` after the broker came back. Before the shared
+backoff, a 4 s outage left workers idle for 16 s (the backoff grew to 10-15 s, capped at 30 s): what the
+promise of being back within 5 s rests on is that no process waits longer than the cap (3 s) to try again,
+which this test checks on the first attempt after the return (a sleep's end, which load hardly moves); the
+reconnect's own work (handshake, declare, consume) is what a loaded machine stretches, so the seconds until
+consuming or publishing again are printed, and bounded only by what load cannot explain.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 import pytest
-from amqp_proxy import AmqpProxy
-from cron_redis import REDIS_URL, delete_namespace
-from rabbitmq_node import RabbitMQNode
 from tqadmin_rabbitmq import RabbitMQPlugin
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.cron_redis import REDIS_URL, delete_namespace
+from tests.support.rabbitmq_node import RabbitMQNode
 from tqadmin.connect.backoff import RECONNECT_CAP_S
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message

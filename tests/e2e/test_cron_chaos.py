@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from cron_redis import REDIS_URL, delete_namespace
-from cron_sink import CRON_WITH_SINK
-from redis_servers import PersistentRedis
 
+from tests.support.cron_redis import REDIS_URL, delete_namespace
+from tests.support.cron_sink import CRON_WITH_SINK
+from tests.support.redis_servers import PersistentRedis
 from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pika
 import pytest
 import redis
-from cron_redis import REDIS_URL, delete_namespace
-from cron_sink import CRON_WITH_SINK
 
+from tests.support.cron_redis import REDIS_URL, delete_namespace
+from tests.support.cron_sink import CRON_WITH_SINK
 from tqadmin.store.redis_lease import RedisCronStore
 
 pytestmark = [pytest.mark.redis]

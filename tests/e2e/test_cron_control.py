@@ -1,6 +1,6 @@
 """Pausing a schedule and triggering one tick now, with a real ``tqadmin cron`` process, its state store on
 Redis and on the SQLite file; every job it publishes goes to a Redis list (the cron's test sink,
-tests/cron_sink.py), so each tick can be counted.
+tests/support/cron_sink.py), so each tick can be counted.
 
 - ``pause --schedule``: the leader skips the schedule's ticks (never published, not counted as missed, one
   audit record per skip), ``schedules`` shows the pause and the next N fire times, and after ``resume`` the
@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 import redis
-from cron_sink import CRON_WITH_SINK
+
+from tests.support.cron_sink import CRON_WITH_SINK
 
 pytestmark = [pytest.mark.redis]
 

@@ -23,9 +23,9 @@ import httpx
 import pika
 import pytest
 import redis
-from rabbit_queues import api
 from tqadmin_rabbitmq import RabbitMQPlugin
 
+from tests.support.rabbit_queues import api
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import HEADER_REASON
 from tqadmin.store import open_store

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from sqs_server import BROKER_URL, SqsQueues
+
+from tests.support.sqs_server import BROKER_URL, SqsQueues
 
 pytestmark = [pytest.mark.sqs, pytest.mark.redis, pytest.mark.slow, pytest.mark.xdist_group("demo")]
 

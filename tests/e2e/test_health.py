@@ -17,7 +17,6 @@ from typing import Any
 
 import pika
 import pytest
-from rabbit_queues import AMQP_URL
 from redis_pipeline import redis_pipeline_fixture  # noqa: F401 - the fixture
 from sqs_pipeline import sqs_pipeline_fixture  # noqa: F401 - the fixture
 from worker_harness import (  # noqa: F401 - the fixtures
@@ -26,6 +25,7 @@ from worker_harness import (  # noqa: F401 - the fixtures
     sqlite_pipeline_fixture,
 )
 
+from tests.support.rabbit_queues import AMQP_URL
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from redis_pipeline import RedisPipeline
-from redis_servers import PersistentRedis
 from test_pause_workers import HEARTBEAT_S, TASKS, WORKER, cli, done, every_job_ran_once_uncharged, started
 
+from tests.support.redis_servers import PersistentRedis
 from tqadmin.cli import main
 
 pytestmark = [pytest.mark.redis]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from fresh_home import environment
-from sqlite_files import (
+
+from tests.support.sqlite_files import (
     DLQ,
     QUEUE,
     as_reader,

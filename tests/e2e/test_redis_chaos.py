@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import redis
 from redis_pipeline import ClusterPipeline, RedisPipeline
-from redis_servers import PersistentRedis
 from test_replay_killed import kill_half_way, tqadmin
 from tqadmin_redis.naming import Layout
 from tqadmin_redis.transfer import ADMIN_LEASE_S
 
+from tests.support.redis_servers import PersistentRedis
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.registry import plugin_for_url
 

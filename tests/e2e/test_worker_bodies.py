@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 import pytest
-from rabbit_queues import delete_queues, drain
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
+from tests.support.rabbit_queues import delete_queues, drain
 from tqadmin.cli import main
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]

@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from amqp_proxy import AmqpProxy
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
+from tests.support.amqp_proxy import AmqpProxy
 from tqadmin.store.factory import open_store
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]

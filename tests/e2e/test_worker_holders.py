@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from amqp_proxy import AmqpProxy
-from rabbit_queues import queues_named
 from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import queues_named
 from tqadmin.store.factory import open_store
 from tqadmin.store.keys import job_key
 

@@ -11,9 +11,10 @@ before it claims again, so the copies are claimed at once, with a new fencing to
 from __future__ import annotations
 
 import pytest
-from amqp_proxy import AmqpProxy
-from rabbit_queues import queues_named
 from worker_harness import REDIS_URL, Pipeline, pipeline_fixture  # noqa: F401 - the fixture
+
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import queues_named
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 

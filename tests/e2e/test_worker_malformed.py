@@ -19,11 +19,11 @@ from typing import Any
 
 import pika
 import pytest
-from rabbit_queues import AMQP_URL
 from redis_pipeline import redis_pipeline_fixture  # noqa: F401 - the fixture
 from sqs_pipeline import SqsPipeline, sqs_pipeline_fixture  # noqa: F401 - the fixture
 from worker_harness import Pipeline, pipeline_fixture, sqlite_pipeline_fixture  # noqa: F401 - the fixtures
 
+from tests.support.rabbit_queues import AMQP_URL
 from tqadmin.pipeline.deadletter import MAX_ERROR_BYTES
 
 NESTED = b"[" * 100_000 + b"]" * 100_000

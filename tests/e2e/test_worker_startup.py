@@ -2,8 +2,9 @@
 worker started before its broker is up, which waits for it."""
 
 import pytest
-from amqp_proxy import AmqpProxy
 from worker_harness import Pipeline, pipeline_fixture  # noqa: F401 - fixture
+
+from tests.support.amqp_proxy import AmqpProxy
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]
 

@@ -22,8 +22,8 @@ from typing import Any
 import pika
 import pytest
 import redis
-from rabbit_queues import AMQP_URL, delete_queues, depth, drain, queues_named
 
+from tests.support.rabbit_queues import AMQP_URL, delete_queues, depth, drain, queues_named
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerAdmin, BrokerConfig
 from tqadmin.plugin.models import Message

@@ -209,7 +209,8 @@ def test_the_fold_series_is_named_as_no_rabbitmq_queue_can_be() -> None:
 @pytest.mark.sqs
 def test_the_fold_series_is_named_as_no_sqs_queue_can_be(moto_endpoint: str) -> None:
     from botocore.exceptions import ClientError
-    from sqs_server import client
+
+    from tests.support.sqs_server import client
 
     with pytest.raises(ClientError, match="alphanumeric characters, hyphens, or underscores"):
         client(moto_endpoint).create_queue(QueueName=names.OTHER_QUEUES)

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from redis_servers import RedisServer
 
 from tests.conftest import AMQP_URL, REDIS_URL, AmqpQueues
+from tests.support.redis_servers import RedisServer
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.registry import plugin_for_url

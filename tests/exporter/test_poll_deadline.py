@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tcp_proxy import BlackHole, TcpProxy
 
 from tests.conftest import REDIS_URL
+from tests.support.tcp_proxy import BlackHole, TcpProxy
 from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.errors import ConnectTimeout
 from tqadmin.exporter.polling import ProfilePoller

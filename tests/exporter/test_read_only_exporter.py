@@ -15,9 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlite_files import DLQ, QUEUE, as_reader, data_folder, foreign_file, tqadmin_file, unchanged, unwritable
 
 from tests.exporter.test_exporter_brokers import free_port
+from tests.support.sqlite_files import (
+    DLQ,
+    QUEUE,
+    as_reader,
+    data_folder,
+    foreign_file,
+    tqadmin_file,
+    unchanged,
+    unwritable,
+)
 from tqadmin.config import Overrides, resolve
 from tqadmin.exporter.polling import ProfilePoller
 from tqadmin.telemetry import metric_names as names

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import redis
 from framework_brokers import SHARED_SETS, SHARED_SORTED_SETS, CeleryOnRabbit, Rabbit
-from rabbit_queues import vhost_of_its_own
 
 from tests.conftest import REDIS_URL
+from tests.support.rabbit_queues import vhost_of_its_own
 
 RQ_THROTTLE = "rq:clean_groups"
 CLAIMABLE_DBS = range(10, 16)  # Redis databases a test may hold for itself (8 and 9 are fixed ones' own)

@@ -12,11 +12,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from amqp_proxy import AmqpProxy
 from framework_brokers import wait_for
-from rabbit_queues import amqp_url, vhost_of_its_own
 from test_celery_workers import app_for, celery, celery_events_worker, management_queue
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import amqp_url, vhost_of_its_own
 from tqadmin.errors import BrokerError
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.reading.lazy import Lazy

@@ -21,10 +21,10 @@ import httpx
 import pytest
 import redis
 from framework_brokers import HERE, wait_for
-from rabbit_queues import amqp_url, api, vhost_of_its_own
 from tqadmin_redis.admin import RedisAdmin
 
 from tests.conftest import REDIS_URL
+from tests.support.rabbit_queues import amqp_url, api, vhost_of_its_own
 from tqadmin.frameworks.celery_events import events_in_envelope
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.kit.listening import KEPT

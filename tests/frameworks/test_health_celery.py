@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from framework_brokers import wait_for
-from rabbit_queues import amqp_url, vhost_of_its_own
 from test_celery_workers import app_for, celery_events_worker, celery_keys  # noqa: F401 - a fixture
 
 from tests.conftest import REDIS_URL
+from tests.support.rabbit_queues import amqp_url, vhost_of_its_own
 from tqadmin.plugin.kit.listening import KEPT
 
 pytestmark = pytest.mark.redis

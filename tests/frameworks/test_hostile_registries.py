@@ -23,10 +23,10 @@ import pika
 import pytest
 import redis
 from framework_brokers import sidekiq_process, wait_for
-from hostile_values import DIGITS_401, HOSTILE, as_json_text, as_stored, strict_json
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tqadmin_redis.admin import RedisAdmin
 
+from tests.support.hostile_values import DIGITS_401, HOSTILE, as_json_text, as_stored, strict_json
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.workers import ForeignWorker, WorkerReading

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import redis
 from framework_brokers import wait_for
-from rabbit_queues import amqp_url, api
 from rq import Queue, SimpleWorker
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tqadmin_redis.admin import RedisAdmin
 
 from tests.conftest import REDIS_URL
+from tests.support.rabbit_queues import amqp_url, api
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.kit.listening import KEPT
 

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqs_server import BROKER_URL
 from tqadmin_sqs.admin import SqsAdmin
 from tqadmin_sqs.consuming import SqsConsumer
 from tqadmin_sqs.transport import SqsTransport
 
+from tests.support.sqs_server import BROKER_URL
 from tqadmin.plugin.base import BrokerConfig, Delivery
 from tqadmin.plugin.registry import plugin_for_url
 

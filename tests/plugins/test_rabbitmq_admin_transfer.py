@@ -271,7 +271,7 @@ def test_a_copy_the_broker_refuses_leaves_every_original_of_its_batch_in_place(
 def test_without_the_shovel_plugin_the_move_runs_through_the_client(
     isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
-    from fakes.management_api import FakeManagementAPI, status
+    from tests.support.management_api import FakeManagementAPI, status
 
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 5)
@@ -287,7 +287,7 @@ def test_without_the_shovel_plugin_the_move_runs_through_the_client(
 def test_a_management_api_failing_on_the_shovel_is_exit_4_and_moves_nothing(
     isolated_env: Path, amqp_queues: Any, tq_json: Any
 ) -> None:
-    from fakes.management_api import FakeManagementAPI, status
+    from tests.support.management_api import FakeManagementAPI, status
 
     src, dst = amqp_queues.declare("src"), amqp_queues.declare("dst")
     amqp_queues.publish_jobs(src, 5)

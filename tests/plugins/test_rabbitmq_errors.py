@@ -16,7 +16,10 @@ import pika.exceptions as pe
 import pika.frame
 import pika.spec
 import pytest
-from fakes.management_api import (
+from pika.adapters.blocking_connection import BlockingChannel
+from tqadmin_rabbitmq.connection import connect, reset_while_connecting, translate, translated
+
+from tests.support.management_api import (
     Answer,
     FakeManagementAPI,
     dropped,
@@ -28,9 +31,6 @@ from fakes.management_api import (
     trickle,
     truncated,
 )
-from pika.adapters.blocking_connection import BlockingChannel
-from tqadmin_rabbitmq.connection import connect, reset_while_connecting, translate, translated
-
 from tqadmin.cli import main
 from tqadmin.errors import BrokerError, ConnectTimeout, ExitCode, NotAuthorized, Unreachable
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.management_api import FakeManagementAPI
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
+from tests.support.management_api import FakeManagementAPI
 from tqadmin.cli import main
 from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import Alarm, QueueStats
@@ -186,7 +186,7 @@ def test_node_alarms_and_stopped_nodes_become_alarms(api: FakeManagementAPI) -> 
 
 
 def test_a_user_without_the_monitoring_tag_still_gets_its_queues(api: FakeManagementAPI) -> None:
-    from fakes.management_api import status
+    from tests.support.management_api import status
 
     api.add_queue("visible")
     api.fail("/api/nodes", status(403, "Not monitor user"))

@@ -11,10 +11,10 @@ from queue import Queue
 
 import pika
 import pytest
-from amqp_proxy import AmqpProxy
-from rabbit_queues import AMQP_URL, api, depth, drain, queue_fixture, queue_info, queues_named  # noqa: F401
 from tqadmin_rabbitmq import RabbitMQPlugin
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import AMQP_URL, api, depth, drain, queue_fixture, queue_info, queues_named  # noqa: F401
 from tqadmin.cli import main
 from tqadmin.errors import UsageError
 from tqadmin.plugin.base import BrokerConfig, Delivery

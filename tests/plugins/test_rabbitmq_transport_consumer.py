@@ -11,11 +11,11 @@ from queue import Queue
 from typing import Any
 
 import pytest
-from amqp_proxy import AmqpProxy
-from rabbit_queues import AMQP_URL, depth, drain, queue_fixture, queues_named  # noqa: F401 - the fixture
 from tqadmin_rabbitmq import RabbitMQPlugin
 from tqadmin_rabbitmq.consuming import RabbitConsumer
 
+from tests.support.amqp_proxy import AmqpProxy
+from tests.support.rabbit_queues import AMQP_URL, depth, drain, queue_fixture, queues_named  # noqa: F401 - the fixture
 from tqadmin.plugin.base import BrokerConfig, Delivery
 from tqadmin.plugin.models import Message
 

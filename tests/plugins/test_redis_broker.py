@@ -206,7 +206,7 @@ def test_after_a_redis_restart_a_new_consumer_leaves_a_live_holder_its_entries(u
     """Idle times run on while Redis is down, so right after a restart every held entry looks abandoned; a
     consumer that starts then waits until the server has been up for two leases and the reconnect cap, and the
     holder renews first."""
-    from redis_servers import PersistentRedis
+    from tests.support.redis_servers import PersistentRedis
 
     server = PersistentRedis()
     try:
@@ -235,7 +235,7 @@ def test_after_a_redis_restart_a_consumer_that_sent_nothing_meanwhile_leaves_a_l
 ) -> None:
     """A consumer whose window stayed full through the restart asked Redis nothing, and its client reconnects
     without a word: it saw no failure, yet it too waits until the server has been up for two leases."""
-    from redis_servers import PersistentRedis
+    from tests.support.redis_servers import PersistentRedis
 
     server = PersistentRedis()
     try:

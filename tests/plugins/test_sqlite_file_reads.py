@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlite_files import as_reader, data_folder, foreign_file, state, unchanged, unwritable
 
+from tests.support.sqlite_files import as_reader, data_folder, foreign_file, state, unchanged, unwritable
 from tqadmin.errors import ReadOnly, Unreachable
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile

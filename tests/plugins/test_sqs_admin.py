@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from sqs_kit import admin
-from sqs_server import SqsQueues
 from tqadmin_sqs.capabilities import CLOUDWATCH_ONLY
 
+from tests.support.sqs_server import SqsQueues
 from tqadmin.cli import main
 from tqadmin.commands.peek import render
 from tqadmin.plugin.models import HEADER_ORIGINAL_QUEUE, HEADER_REPLAYS

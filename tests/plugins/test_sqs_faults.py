@@ -1,4 +1,4 @@
-"""What moto does not model, through a small SQS endpoint in front of it (``tests/fakes/sqs_proxy.py``):
+"""What moto does not model, through a small SQS endpoint in front of it (``tests/support/sqs_proxy.py``):
 entries refused inside a batch, throttling, message move tasks, and AWS's FIFO deduplication window."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 import boto3
 import pytest
-from fakes.sqs_proxy import Answer, FifoDeduplication, MoveTasks, SqsProxy, error
 from sqs_kit import consuming, transport
-from sqs_server import SqsQueues
 
+from tests.support.sqs_proxy import Answer, FifoDeduplication, MoveTasks, SqsProxy, error
+from tests.support.sqs_server import SqsQueues
 from tqadmin.plugin.models import Message
 
 pytestmark = pytest.mark.sqs

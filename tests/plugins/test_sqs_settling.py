@@ -1,6 +1,6 @@
 """SQS settles through the shared leased base: its acks go in SQS's batches of ten, a batch SQS did not
 answer is sent again, and the messages whose acks wait through an outage stay hidden, renewed by the base's
-``extend``, until their deletes land (moto behind the fault endpoint of ``tests/fakes/sqs_proxy.py``)."""
+``extend``, until their deletes land (moto behind the fault endpoint of ``tests/support/sqs_proxy.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakes.sqs_proxy import Answer, SqsProxy, error
 from sqs_kit import consuming, poll, transport
-from sqs_server import SqsQueues
 from tqadmin_sqs.consuming import SqsConsumer
 from tqadmin_sqs.queues import QueueInfo, Queues
+
+from tests.support.sqs_proxy import Answer, SqsProxy, error
+from tests.support.sqs_server import SqsQueues
 
 pytestmark = pytest.mark.sqs
 

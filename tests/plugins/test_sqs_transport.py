@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from sqs_kit import consuming, poll, transport
-from sqs_server import SqsQueues
 from tqadmin_sqs.codec import MAX_ATTRIBUTES, is_xml_text, valid_attribute_name
 
+from tests.support.sqs_server import SqsQueues
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.transport import Outcome
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cron_redis import RestartableCronStore, redis_cron_store
 
+from tests.support.cron_redis import RestartableCronStore, redis_cron_store
 from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, open_cron_store
 
 

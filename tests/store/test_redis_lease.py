@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from cron_redis import REDIS_URL, redis_cron_store
 
+from tests.support.cron_redis import REDIS_URL, redis_cron_store
 from tqadmin.errors import Unreachable
 from tqadmin.store.lease import open_cron_store
 from tqadmin.store.redis_lease import RedisCronStore

@@ -5,9 +5,9 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from cron_fakes import START, FakeClock
-from cron_redis import redis_cron_store
 
+from tests.support.cron_fakes import START, FakeClock
+from tests.support.cron_redis import redis_cron_store
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
 from tqadmin.pipeline.job import Job

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from framework_samples import celery_message, dramatiq_message
 
+from tests.support.framework_samples import celery_message, dramatiq_message
 from tests.tui.conftest import screen_text, settled
 from tests.tui.seeded import SIZE
 from tqadmin.plugin.models import Message

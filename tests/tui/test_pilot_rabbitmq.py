@@ -20,8 +20,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 
-from tests.fakes.management_api import FakeManagementAPI, garbage, slow, status
-from tests.rabbit_queues import amqp_url, depth, vhost_of_its_own
+from tests.support.management_api import FakeManagementAPI, garbage, slow, status
+from tests.support.rabbit_queues import amqp_url, depth, vhost_of_its_own
 from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
 from tqadmin.plugin.models import QueueListing

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqs_server import BROKER_URL, SqsQueues
 
+from tests.support.sqs_server import BROKER_URL, SqsQueues
 from tests.tui.conftest import select_queue, settled, text_of
 from tqadmin.config import Settings
 from tqadmin.tui.app import TqadminApp

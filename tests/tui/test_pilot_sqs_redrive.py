@@ -1,6 +1,6 @@
 """The dashboard's replay of an SQS dead-letter queue takes the broker's own redrive (a message move task)
 where the CLI takes it. moto answers the move-task API with HTTP 500, so the endpoint in front of it
-(``tests/fakes/sqs_proxy.py``, as the CLI's tests use it) runs the tasks as AWS does."""
+(``tests/support/sqs_proxy.py``, as the CLI's tests use it) runs the tasks as AWS does."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqs_server import BROKER_URL, SqsQueues
 
-from tests.fakes.sqs_proxy import MoveTasks, SqsProxy
+from tests.support.sqs_proxy import MoveTasks, SqsProxy
+from tests.support.sqs_server import BROKER_URL, SqsQueues
 from tests.tui.conftest import select_queue, settled
 from tqadmin.config import Settings
 from tqadmin.tui.app import TqadminApp

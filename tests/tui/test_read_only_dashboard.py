@@ -13,8 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlite_files import DLQ, QUEUE, as_reader, data_folder, foreign_file, tqadmin_file, unchanged, unwritable
 
+from tests.support.sqlite_files import (
+    DLQ,
+    QUEUE,
+    as_reader,
+    data_folder,
+    foreign_file,
+    tqadmin_file,
+    unchanged,
+    unwritable,
+)
 from tests.tui.read_only_look import look
 from tqadmin.tui import TqadminApp
 

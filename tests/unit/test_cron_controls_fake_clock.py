@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cron_fakes import FakeClock, MemoryCronStore, Recorder
 
+from tests.support.cron_fakes import FakeClock, MemoryCronStore, Recorder
 from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler

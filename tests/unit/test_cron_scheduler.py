@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 
+from tests.support.cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler

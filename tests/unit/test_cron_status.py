@@ -2,8 +2,7 @@
 
 import logging
 
-from cron_fakes import START, FakeClock, MemoryCronStore, Recorder
-
+from tests.support.cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 from tqadmin.commands.schedules import render
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler

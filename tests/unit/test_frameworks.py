@@ -11,8 +11,8 @@ import zlib
 from typing import Any
 
 import pytest
-from framework_samples import celery_message, dramatiq_message
 
+from tests.support.framework_samples import celery_message, dramatiq_message
 from tqadmin.admin.dead_letters import group_dead_letters, group_key
 from tqadmin.admin.filters import parse_filter
 from tqadmin.frameworks import summarise

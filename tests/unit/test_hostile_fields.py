@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from framework_samples import celery_message, dramatiq_message
-from hostile_values import DIGITS_401, HOSTILE, as_json_text, strict_json
 from tqadmin_redis.foreign_figures import sidekiq_enqueued_at
 
+from tests.support.framework_samples import celery_message, dramatiq_message
+from tests.support.hostile_values import DIGITS_401, HOSTILE, as_json_text, strict_json
 from tqadmin.frameworks import dramatiq_workers, rq_workers, sidekiq_workers, summarise
 from tqadmin.frameworks.celery_events import CeleryEvents
 from tqadmin.frameworks.decoding import MAX_COUNT, epoch_seconds

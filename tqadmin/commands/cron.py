@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
 @contextmanager
 def _publisher(ctx: CommandContext, queues: set[str]) -> Iterator[Publish]:
     """The broker's transport, once the queues are declared (the cron's process tests put a Redis list here:
-    tests/cron_sink.py)."""
+    tests/support/cron_sink.py)."""
     from tqadmin.pipeline.cron.publishing import TransportPublish
 
     with ctx.plugin().transport(ctx.broker_config()) as transport:

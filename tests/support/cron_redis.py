@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import redis
-from redis_servers import PersistentRedis
 
+from tests.support.redis_servers import PersistentRedis
 from tqadmin.store.lease import open_cron_store
 from tqadmin.store.redis_lease import RedisCronStore
 
