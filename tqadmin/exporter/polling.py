@@ -110,6 +110,10 @@ class ProfilePoller:
     def close(self) -> None:
         self._reader.close()
 
+    def stop_recording(self, timeout_s: float) -> bool:
+        """No history write starts after this; one under way is waited for, up to ``timeout_s``."""
+        return self._reader.stop_recording(timeout_s)
+
     def poll(self) -> bool:
         """Read every part once; ``True`` when all of them answered."""
         self.deadline.started()

@@ -187,6 +187,11 @@ class ProfileReader:
         with self._store_lock:
             return history.read(span, queues, width)
 
+    def stop_recording(self, timeout_s: float) -> bool:
+        """No history write starts after this; waits up to ``timeout_s`` for one under way
+        (:meth:`HistoryRecorder.stop`). ``True`` when none is under way any more."""
+        return True if self.recorder is None else self.recorder.stop(timeout_s)
+
     def close(self) -> None:
         """Close every connection; waits for a read under way on the store (a connection closed under a
         running read crashes the SQLite driver)."""

@@ -18,6 +18,7 @@ increments), and how many stored points could not be read and were skipped.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -142,6 +143,8 @@ class HistoryRecorder(ProfileHistory):
         self._last: dict[str, float] = {}  # kind -> when it was last written
         self._failing = False
         self.refused = 0  # points refused for being ahead of the store's clock, since it was made
+        self._writing = threading.Lock()  # held for the whole of one write: what :meth:`stop` waits for
+        self._stopped = False
 
     def record_queues(self, stats: Sequence[QueueStats]) -> None:
         self._write(QUEUES, lambda history, now: history.record_queues(self.profile, now, stats))
@@ -152,7 +155,26 @@ class HistoryRecorder(ProfileHistory):
         if workers:
             self._write(TASKS, lambda history, now: history.record_tasks(self.profile, now, workers))
 
+    def stop(self, timeout_s: float) -> bool:
+        """No write starts after this; one under way is waited for, up to ``timeout_s``, and then the
+        history is closed. ``True`` when none is under way any more (a process may end now and leave every
+        write done or not started); ``False`` when one still is past ``timeout_s`` (a store that does not
+        answer: its own timeout ends it)."""
+        self._stopped = True
+        if not self._writing.acquire(timeout=max(timeout_s, 0.0)):
+            return False
+        try:
+            self.close()
+        finally:
+            self._writing.release()
+        return True
+
     def _write(self, kind: str, write: Callable[[HistoryStore, float], Recorded]) -> None:
+        with self._writing:
+            if not self._stopped:
+                self._write_now(kind, write)
+
+    def _write_now(self, kind: str, write: Callable[[HistoryStore, float], Recorded]) -> None:
         now = self._clock()
         if now - self._last.get(kind, float("-inf")) < RECORD_EVERY_S:
             return
