@@ -134,7 +134,7 @@ class ForeignWorkers:
         for key in sidekiq_workers.COUNTERS:
             pipe.get(key)
         values = pipe.execute(raise_on_error=False)
-        total = skipped.decoded("sidekiq counters", "stat:*", sidekiq_workers.finished, *values)
+        total = skipped.decoded("sidekiq", "counters", sidekiq_workers.finished, *values)
         return {} if total is None else {SIDEKIQ: total}
 
     def _celery(self, now_s: float, _skipped: Skipped) -> list[ForeignWorker]:

@@ -23,6 +23,9 @@ from typing import Any
 import pytest
 import redis
 from framework_brokers import in_background
+from tqadmin_redis.admin import RedisAdmin
+
+from tqadmin.plugin.base import BrokerConfig
 
 pytestmark = pytest.mark.redis
 Tq = Callable[..., tuple[int, Any, str]]
@@ -198,3 +201,26 @@ def test_a_sidekiq_process_whose_every_thread_runs_past_the_limit_is_wedged_by_r
     (worker,) = [w for w in doc["workers"] if w["name"] == process.identity]
     assert worker["wedged"] is True, worker
     assert "threads" in worker["wedged_reason"], worker
+
+
+@pytest.mark.parametrize(
+    ("write", "named"),
+    [
+        (lambda c: c.set("stat:processed", "-Infinity"), "sidekiq counters: stat:processed is not a count"),
+        (lambda c: c.hset("stat:failed", "x", "1"), "sidekiq counters: stat:failed is not a count"),
+    ],
+)
+def test_counters_sidekiq_would_not_write_are_named_and_prove_nothing(
+    db: Database, write: Callable[[redis.Redis], object], named: str
+) -> None:
+    """A counter that is no count (or a key of another type) is named among what was not read; the processes
+    are still listed, with no completions: a verdict over them says no count comes from them."""
+    db.process([db.queue(1, "mail")]).beat()
+    write(db.client)
+    admin = RedisAdmin(BrokerConfig(db.url))
+    try:
+        reading = admin.framework_workers()
+    finally:
+        admin.close()
+    assert [w.name for w in reading.workers] == [f"web-1:4242:{db.unique}"]
+    assert (reading.totals, reading.unreadable) == ({}, (named,))
