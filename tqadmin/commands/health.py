@@ -29,7 +29,7 @@ from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reader import ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.verdicts import VerdictJudge, judged_queues, verdicts_of
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses.base import Pause, of_queue
 from tqadmin.tables import table
 from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, VerdictPolicy
 

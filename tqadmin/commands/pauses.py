@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.file_access import Access
-from tqadmin.store.pauses import Pause, PauseStore, Target, iso, open_pauses
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Pause, PauseStore, Target, iso
 from tqadmin.tables import table
 
 if TYPE_CHECKING:

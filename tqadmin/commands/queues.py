@@ -23,7 +23,7 @@ from tqadmin.plugin.delays import work_queues
 from tqadmin.plugin.drain import drain_text
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.reading.reading import Part, ProfileReading
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses.base import Pause, of_queue
 from tqadmin.tables import table
 
 

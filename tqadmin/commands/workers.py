@@ -19,7 +19,7 @@ from tqadmin.frameworks.summary import TQADMIN
 from tqadmin.masking import mask_text
 from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
 from tqadmin.reading.reading import Part, ProfileReading
-from tqadmin.store.base import WorkerRecord
+from tqadmin.store.completion.base import WorkerRecord
 from tqadmin.tables import table
 from tqadmin.telemetry.progress import progress_json
 from tqadmin.telemetry.wedged import Verdict

@@ -30,8 +30,8 @@ from tqadmin.reading.reader import CRON_NAMESPACE, Connections, ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.recording import history_name
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import Pause
+from tqadmin.store.completion.base import WorkerRecord
+from tqadmin.store.pauses.base import Pause
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.metric_names import FRAMEWORK
 from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy

@@ -48,10 +48,10 @@ from tqadmin.reading.connect import connect_admin, describe_error
 from tqadmin.reading.lazy import Lazy
 from tqadmin.reading.reading import EVERY_PART, Part, Pauses, ProfileReading, Unread
 from tqadmin.reading.recording import HistoryReader, HistoryRecorder, Span, SpanReading, history_name
-from tqadmin.store.base import StateStore, WorkerRecord
-from tqadmin.store.factory import open_store
-from tqadmin.store.lease import CronStore, open_cron_store
-from tqadmin.store.pauses import Pause, PauseStore, open_pauses
+from tqadmin.store.completion.base import StateStore, WorkerRecord
+from tqadmin.store.cron.base import CronStore
+from tqadmin.store.factory import open_cron_store, open_pauses, open_store
+from tqadmin.store.pauses.base import Pause, PauseStore
 from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.snapshot import WorkerHistory
 from tqadmin.telemetry.wedged import judge_all

@@ -3,8 +3,8 @@
 Why no process of its own: the exporter and the dashboard already poll the broker's queues and the
 store's workers; each of them hands what it read to a :class:`HistoryRecorder`, which writes at most one
 point per kind every :data:`RECORD_EVERY_S` (two writers of one moment write one point, see
-:mod:`tqadmin.store.history`). Task activity is recorded from the worker processes the store lists, each
-with its own figures, never from a poller's totals (:mod:`tqadmin.store.increments`): any number of
+:mod:`tqadmin.store.history.base`). Task activity is recorded from the worker processes the store lists, each
+with its own figures, never from a poller's totals (:mod:`tqadmin.store.history.increments`): any number of
 writers add each run once. A recorder is made only for a profile that is not read-only, opens the store as
 a reader (it never creates the embedded file: while nothing has created it there is nothing to record), and
 never raises: a store that fails is logged once per outage, points refused for being ahead of the store's
@@ -29,7 +29,8 @@ from tqadmin.file_access import Access
 from tqadmin.masking import mask_text
 from tqadmin.plugin.models import QueueStats
 from tqadmin.reading.lazy import Fresh, Lazy, never_fresh, unless_fresh
-from tqadmin.store.history import (
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import (
     DEFAULT_MAX_SERIES,
     QUEUES,
     TASKS,
@@ -37,9 +38,8 @@ from tqadmin.store.history import (
     HistoryStore,
     Recorded,
     Tier,
-    open_history,
 )
-from tqadmin.store.history_points import Figures
+from tqadmin.store.history.points import Figures
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 

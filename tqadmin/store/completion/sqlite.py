@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqadmin.file_access import Access
 from tqadmin.sqlite_file import SQLiteFile, path_of
-from tqadmin.store.base import (
+from tqadmin.store.completion.base import (
     Claim,
     ClaimState,
     Effect,
