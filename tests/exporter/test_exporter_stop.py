@@ -23,7 +23,8 @@ from sqs_server import BROKER_URL, CREDENTIALS
 from tqadmin.file_access import Access
 from tqadmin.reading.recording import HistoryRecorder
 from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, HistoryStore, Recorded, open_history
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import TIERS, HistoryStore, Recorded
 
 CALL_TIMEOUT_S = 60  # --timeout: each hung call would hold the exit this long, 5 of them per pool thread
 DEADLINE_S = 30.0  # a hang guard, not a speed: the stop is bounded by 5 s (STOP_WAIT_S)
