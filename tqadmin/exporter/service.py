@@ -25,9 +25,7 @@ DEFAULT_PORT = 9808
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 DEFAULT_INTERVAL_S = 5.0  # RabbitMQ's own statistics refresh: polling faster reads the same figures
 DEFAULT_MAX_QUEUES = 2000
-STOP_WAIT_S = (
-    5.0  # the most a stop waits, for a history write, a scrape and polls under way (docs/exporter.md)
-)
+STOP_WAIT_S = 5.0  # the most a stop waits: for a history write, a scrape, polls (docs/exporter.md)
 
 
 class Exporter:
