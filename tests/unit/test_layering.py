@@ -339,14 +339,19 @@ for module in modules:
     with os.fdopen(read) as pipe:
         loaded = pipe.read()
     _, status = os.waitpid(pid, 0)
-    print(json.dumps([module, json.loads(loaded) if status == 0 else [f"<import failed: status {status}>"]]))
+    found = json.loads(loaded) if status == 0 else [f"<import failed: status {status}>"]
+    print(json.dumps([module, found]))
+    if not found:  # it loads nothing watched: imported here once, it spares the next forks its cost
+        importlib.import_module(module)
 """
 WATCHED = ["textual", *DRIVERS, "pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 
 
 @cache
 def _loaded() -> dict[str, list[str]]:
-    """For every module: which of ``WATCHED`` importing it alone loads (one process, one fork each)."""
+    """For every module: which of ``WATCHED`` importing it alone loads (one process, one fork each). A module
+    found to load none of them is then imported by the forking process too: every later fork starts with it
+    loaded, which changes no answer (it brings nothing watched) and spares each fork its import."""
     result = subprocess.run(
         [sys.executable, "-c", _FORK_EACH, json.dumps(MODULES), json.dumps(WATCHED)],
         capture_output=True,
