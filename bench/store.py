@@ -18,7 +18,7 @@ from pathlib import Path
 import redis
 
 from tqadmin.store import open_store
-from tqadmin.store.base import StateStore
+from tqadmin.store.completion.base import StateStore
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

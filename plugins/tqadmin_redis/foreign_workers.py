@@ -1,6 +1,7 @@
 """Other frameworks' workers on this Redis, read from the registries they keep and never written.
 
-Reads only: SMEMBERS, HGETALL, PTTL, ZRANGE, HMGET, and a SCAN for Dramatiq's namespaces (kept for
+Reads only: SMEMBERS, HGETALL, PTTL, ZRANGE, HMGET, GET (Sidekiq's global counters, where a Sidekiq
+process is registered), and a SCAN for Dramatiq's namespaces (kept for
 :data:`~tqadmin_redis.foreign.DISCOVERY_TTL_S`, as the foreign queues are). None of the frameworks' own
 registry APIs is called: RQ's and Sidekiq's clean up as they read (RQ removes stale members, Sidekiq SREMs
 the processes whose hash is gone, behind a ``SET NX`` of its own). A registry that answers with an error
@@ -103,9 +104,10 @@ class ForeignWorkers:
                     workers += reader(self._wall(), skipped)
                 except redis.ResponseError as exc:
                     unreadable.append(f"{framework} workers: {exc}")
+            totals = self._totals(workers, skipped)
         unreadable += skipped.lines()
         if self._events is None:
-            return WorkerReading(tuple(workers), tuple(unreadable))
+            return WorkerReading(tuple(workers), tuple(unreadable), totals=totals)
         watch = self._events.watch
         return WorkerReading(
             tuple(workers),
@@ -113,6 +115,7 @@ class ForeignWorkers:
             {CELERY: watch.task_stats()},
             {CELERY: watch.wait_from},
             {CELERY: watch.folded},
+            totals=totals,
         )
 
     def close(self) -> None:
@@ -120,6 +123,19 @@ class ForeignWorkers:
         if self._events is not None:
             self._events = None
             KEPT.release(self._key)
+
+    def _totals(self, workers: Sequence[ForeignWorker], skipped: Skipped) -> dict[str, int]:
+        """Sidekiq's global counters (one pipeline of GETs, a read: two keys in two slots on a cluster)
+        where a Sidekiq process is registered: the jobs every one of its processes ran
+        (:func:`~tqadmin.frameworks.sidekiq_workers.finished`); a key of another type is named."""
+        if not any(w.framework == SIDEKIQ for w in workers):
+            return {}
+        pipe = self._conn.client.pipeline(transaction=False)
+        for key in sidekiq_workers.COUNTERS:
+            pipe.get(key)
+        values = pipe.execute(raise_on_error=False)
+        total = skipped.decoded("sidekiq", "counters", sidekiq_workers.finished, *values)
+        return {} if total is None else {SIDEKIQ: total}
 
     def _celery(self, now_s: float, _skipped: Skipped) -> list[ForeignWorker]:
         """Celery's workers by their control queues' bindings, and with task events on, from the events."""

@@ -17,7 +17,8 @@ from redis_pipeline import redis_pipeline_fixture  # noqa: F401 - the fixture
 from test_pause_workers import HEARTBEAT_S, SLACK_S, TASKS, WORKER, broker_param, done, starts
 from worker_harness import Pipeline, SQLitePipeline, pipeline_fixture, sqlite_pipeline_fixture  # noqa: F401
 
-from tqadmin.store.pauses import Pause, open_pauses
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Pause
 
 BREAK_FOR_S = 6.0
 BREAKER = ("--break-after", "3", "--break-for", f"{BREAK_FOR_S:g}s", "--backoff-base", "0.5")

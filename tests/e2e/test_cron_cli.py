@@ -17,7 +17,7 @@ import redis
 
 from tests.support.cron_redis import REDIS_URL, delete_namespace
 from tests.support.cron_sink import CRON_WITH_SINK
-from tqadmin.store.redis_lease import RedisCronStore
+from tqadmin.store.cron.redis import RedisCronStore
 
 pytestmark = [pytest.mark.redis]
 

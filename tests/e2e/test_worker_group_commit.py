@@ -22,8 +22,8 @@ from tqadmin.plugin.capabilities import TransportCapabilities
 from tqadmin.plugin.models import Message
 from tqadmin.plugin.transport import BrokerTransport, Consumer, Outgoing, PublishResult
 from tqadmin.store import open_store
-from tqadmin.store.base import Claim
-from tqadmin.store.redis_store import RedisStore
+from tqadmin.store.completion.base import Claim
+from tqadmin.store.completion.redis import RedisStore
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

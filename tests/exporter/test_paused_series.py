@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_series import scrape
 
 from tqadmin.exporter.polling import Served
-from tqadmin.store.pauses import Pause, Target
+from tqadmin.store.pauses.base import Pause, Target
 from tqadmin.telemetry import metric_names as names
 
 

@@ -19,7 +19,8 @@ from tqadmin.files.access import Access
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, open_history
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import TIERS
 from tqadmin.telemetry.progress import BusyThread, Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 

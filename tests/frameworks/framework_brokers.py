@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -165,6 +166,20 @@ def sidekiq_process(client: redis.Redis, identity: str, *, milliseconds: bool, b
         client.hset(f"{identity}:work", "tid-1", json.dumps(work))
     client.sadd("processes", identity)
     return now
+
+
+@contextmanager
+def in_background(run: Callable[[threading.Event], None], join_s: float = 60.0) -> Iterator[None]:
+    """``run(stop)`` in a daemon thread of its own until the block ends; then ``stop`` is set and the thread
+    given ``join_s`` to finish."""
+    stop = threading.Event()
+    thread = threading.Thread(target=run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(join_s)
 
 
 @contextmanager

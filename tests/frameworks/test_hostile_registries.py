@@ -22,7 +22,7 @@ from typing import Any
 import pika
 import pytest
 import redis
-from framework_brokers import sidekiq_process, wait_for
+from framework_brokers import in_background, sidekiq_process, wait_for
 from tqadmin_rabbitmq.admin import RabbitMQAdmin
 from tqadmin_redis.admin import RedisAdmin
 
@@ -285,9 +285,8 @@ def good_heartbeat(now: float) -> bytes:
 def publishing(publish: Callable[[bytes], None]) -> Iterator[None]:
     """The hostile events, with a good worker's heartbeat between every hundred of them, over and over from
     a thread of its own until the block ends."""
-    stop = threading.Event()
 
-    def run() -> None:
+    def run(stop: threading.Event) -> None:
         while not stop.is_set():
             for n, body in enumerate(hostile_events(time.time())):
                 if n % 100 == 0:  # the good worker beats all along, however slow a round is
@@ -295,13 +294,8 @@ def publishing(publish: Callable[[bytes], None]) -> Iterator[None]:
                 publish(body)
             stop.wait(0.5)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with in_background(run):
         yield
-    finally:
-        stop.set()
-        thread.join(60)
 
 
 @contextmanager

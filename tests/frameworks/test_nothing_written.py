@@ -49,6 +49,7 @@ def test_an_hour_of_polling_every_framework_on_redis_leaves_every_key_as_it_was(
     info = {"hostname": "h", "pid": 1, "concurrency": 5, "queues": ["default"], "started_at": now}
     own_db.hset("h:1:a", mapping={"info": json.dumps(info), "busy": 0, "beat": now, "quiet": "false"})
     own_db.sadd("processes", "h:1:a", "h:2:gone")  # one Sidekiq's ProcessSet would SREM
+    own_db.set("stat:processed", 41)  # Sidekiq's counters (stat:failed absent: no job failed yet)
     own_db.zadd("dramatiq:__heartbeats__", {"w-1": now * 1000})
     own_db.sadd("dramatiq:__acks__.w-1.default", "m-1")
     own_db.hset("dramatiq:default.msgs", "m-1", json.dumps({"actor_name": "a", "message_id": "m-1"}))
@@ -62,7 +63,7 @@ def test_an_hour_of_polling_every_framework_on_redis_leaves_every_key_as_it_was(
     finally:
         admin.close()
     assert {w.framework for w in reading.workers} == {"rq", "sidekiq", "dramatiq", "celery"}
-    assert reading.unreadable == ()
+    assert reading.unreadable == () and reading.totals == {"sidekiq": 41}
     assert every_key(own_db) == before
 
 

@@ -24,7 +24,8 @@ from tqadmin.reading.reader import Connections, ProfileReader
 from tqadmin.reading.reading import EVERY_PART, Part, ProfileReading
 from tqadmin.reading.recording import SPANS
 from tqadmin.store import open_store
-from tqadmin.store.pauses import Target, open_pauses
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Target
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 

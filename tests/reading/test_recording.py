@@ -27,7 +27,8 @@ from tqadmin.reading.recording import (
     next_span,
 )
 from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, open_history
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import TIERS
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 
@@ -250,7 +251,7 @@ def garble(url: str, queue: str, at: float) -> None:
     """Garbage bytes in place of the fine point of ``queue`` at ``at``, as another program could write."""
     bucket = TIERS[0].bucket(at)
     if url.startswith("redis"):
-        from tqadmin.store.redis_history import series_key
+        from tqadmin.store.history.redis import series_key
 
         client: Any = redis.Redis.from_url(REDIS_URL)
         key = series_key(url.partition("prefix=")[2], "prod", "q", TIERS[0], queue)

@@ -13,7 +13,7 @@ import redis
 from storekit import EffectKit, StoreFactory
 
 from tqadmin.store import open_store
-from tqadmin.store.base import Effect, Retention, StateStore
+from tqadmin.store.completion.base import Effect, Retention, StateStore
 from tqadmin.store.keys import job_tag
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

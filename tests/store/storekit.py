@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tqadmin.store.base import Effect, StateStore
+from tqadmin.store.completion.base import Effect, StateStore
 
 
 @dataclass

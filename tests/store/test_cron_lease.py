@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cron_redis import RestartableCronStore, redis_cron_store
-from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, open_cron_store
+from tqadmin.store.cron.base import CronStore, Lease, TickOutcome, TickState
+from tqadmin.store.factory import open_cron_store
 
 
 @pytest.fixture(params=[pytest.param("redis", marks=pytest.mark.redis), "sqlite"])

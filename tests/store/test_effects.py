@@ -21,8 +21,8 @@ from storekit import StoreFactory
 from tqadmin.files.sqlite import path_of
 from tqadmin.pipeline import tasks
 from tqadmin.pipeline.tasks import TaskContext, TaskRegistry
-from tqadmin.store.base import ClaimState, StateStore
-from tqadmin.store.effects import add, set_field
+from tqadmin.store.completion.base import ClaimState, StateStore
+from tqadmin.store.completion.effects import add, set_field
 from tqadmin.store.keys import job_tag
 
 ROOT = Path(__file__).resolve().parents[2]

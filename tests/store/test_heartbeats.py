@@ -6,7 +6,7 @@ import time
 
 from storekit import StoreFactory
 
-from tqadmin.store.base import Retention, StateStore
+from tqadmin.store.completion.base import Retention, StateStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.telemetry.window import window_stats

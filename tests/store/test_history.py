@@ -15,9 +15,11 @@ import redis
 from tqadmin.errors import NoDatabase
 from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store import open_store, redis_history
-from tqadmin.store.history import MAX_NAME_BYTES, TIERS, HistoryStore, Tier, open_history, size_bound
-from tqadmin.store.history_points import (
+from tqadmin.store import open_store
+from tqadmin.store.factory import open_history
+from tqadmin.store.history import redis as redis_history
+from tqadmin.store.history.base import MAX_NAME_BYTES, TIERS, HistoryStore, Tier, size_bound
+from tqadmin.store.history.points import (
     HISTORY_COARSENING,
     clamp_histogram,
     decode_task_point,

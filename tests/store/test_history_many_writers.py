@@ -16,10 +16,11 @@ import redis
 
 from tqadmin.plugin.models import QueueStats
 from tqadmin.store import open_store
-from tqadmin.store.history import HistoryStore, Tier, open_history
-from tqadmin.store.history_points import encode_queue_point, encode_task_point
-from tqadmin.store.increments import START_SLACK_S
-from tqadmin.store.redis_history import series_key, worker_keys
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import HistoryStore, Tier
+from tqadmin.store.history.increments import START_SLACK_S
+from tqadmin.store.history.points import encode_queue_point, encode_task_point
+from tqadmin.store.history.redis import series_key, worker_keys
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 

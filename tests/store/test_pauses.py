@@ -14,8 +14,9 @@ from storekit import StoreFactory
 
 from tqadmin.errors import UsageError
 from tqadmin.files.access import Access
-from tqadmin.store.pauses import Pause, PauseStore, Target, open_pauses, parse_duration
-from tqadmin.store.redis_pauses import pause_keys
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Pause, PauseStore, Target, parse_duration
+from tqadmin.store.pauses.redis import pause_keys
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import redis
 
 from tests.support.cron_redis import REDIS_URL, redis_cron_store
 from tqadmin.errors import Unreachable
-from tqadmin.store.lease import open_cron_store
-from tqadmin.store.redis_lease import RedisCronStore
+from tqadmin.store.cron.redis import RedisCronStore
+from tqadmin.store.factory import open_cron_store
 
 pytestmark = pytest.mark.redis
 

@@ -11,7 +11,7 @@ from tests.support.cron_redis import redis_cron_store
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
 from tqadmin.pipeline.job import Job
-from tqadmin.store.redis_lease import RedisCronStore
+from tqadmin.store.cron.redis import RedisCronStore
 
 pytestmark = pytest.mark.redis
 

@@ -10,9 +10,9 @@ import pytest
 from tqadmin.connect.redis_client import Script
 from tqadmin.errors import ConfigError
 from tqadmin.store import open_store
+from tqadmin.store.completion.redis import RedisStore
+from tqadmin.store.completion.redis_scripts import CLAIM, COMPLETE
 from tqadmin.store.keys import job_key, job_tag
-from tqadmin.store.redis_scripts import CLAIM, COMPLETE
-from tqadmin.store.redis_store import RedisStore
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -12,7 +12,7 @@ import time
 import pytest
 from storekit import StoreFactory
 
-from tqadmin.store.base import ClaimState, StateStore
+from tqadmin.store.completion.base import ClaimState, StateStore
 
 SHORT = 0.05  # a lease that has surely expired after PAST seconds
 PAST = 0.2

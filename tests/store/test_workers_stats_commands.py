@@ -10,7 +10,7 @@ import pytest
 from storekit import StoreFactory
 
 from tqadmin import cli
-from tqadmin.store.base import Retention
+from tqadmin.store.completion.base import Retention
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.job import Job
-from tqadmin.store.lease import (
+from tqadmin.store.cron.base import (
     CronStore,
     FiredTick,
     LeaderInfo,

@@ -10,8 +10,8 @@ from pathlib import Path
 import redis
 
 from tests.support.redis_servers import PersistentRedis
-from tqadmin.store.lease import open_cron_store
-from tqadmin.store.redis_lease import RedisCronStore
+from tqadmin.store.cron.redis import RedisCronStore
+from tqadmin.store.factory import open_cron_store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

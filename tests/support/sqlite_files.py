@@ -32,8 +32,7 @@ from tqadmin.plugin.base import BrokerConfig
 from tqadmin.plugin.models import HEADER_ERROR, HEADER_REASON, Message, QueueStats
 from tqadmin.plugin.registry import plugin_for_url
 from tqadmin.store import open_store
-from tqadmin.store.history import open_history
-from tqadmin.store.lease import open_cron_store
+from tqadmin.store.factory import open_cron_store, open_history
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 

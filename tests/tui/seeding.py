@@ -41,7 +41,7 @@ from tqadmin.plugin.models import HEADER_FIRST_SEEN, ActionReport, Alarm, Messag
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reading import Part
 from tqadmin.reading.recording import HistoryReader, HistoryRecorder
-from tqadmin.store.sqlite_store import SQLiteStore
+from tqadmin.store.completion.sqlite import SQLiteStore
 from tqadmin.telemetry.counters import COUNTERS, StatsKey, TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 from tqadmin.telemetry.progress import BusyThread, Progress

@@ -745,7 +745,7 @@ async def test_a_broker_lost_before_the_dry_run_closes_the_dialog_with_the_reaso
 
 
 async def test_the_cron_screen_says_which_schedule_is_paused(make_app: MakeApp) -> None:
-    from tqadmin.store.pauses import Pause, Target
+    from tqadmin.store.pauses.base import Pause, Target
 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -14,7 +14,7 @@ from tests.tui.conftest import audit_lines, notifications, select_queue, text_of
 from tests.tui.seeded import until
 from tests.tui.seeding import seeded_telemetry
 from tqadmin.cli import main
-from tqadmin.store.pauses import Pause, Target
+from tqadmin.store.pauses.base import Pause, Target
 from tqadmin.tui import TqadminApp
 from tqadmin.tui.model import paused_labels
 from tqadmin.tui.screens.pause import PauseScreen

@@ -16,7 +16,8 @@ from tqadmin.config import Overrides, Settings, resolve
 from tqadmin.files.access import Access
 from tqadmin.reading.recording import SPANS
 from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, open_history
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import TIERS
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.app import TqadminApp

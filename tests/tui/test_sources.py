@@ -12,8 +12,8 @@ from tqadmin.config import Settings
 from tqadmin.errors import TqadminError
 from tqadmin.reading.reader import ProfileReader
 from tqadmin.reading.reading import Part
+from tqadmin.store.completion.sqlite import SQLiteStore
 from tqadmin.store.factory import open_store
-from tqadmin.store.sqlite_store import SQLiteStore
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.tui.sources import BOUNDS_S, StoreTelemetry, buckets, cron_view

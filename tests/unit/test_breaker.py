@@ -15,9 +15,9 @@ from tqadmin.errors import UsageError
 from tqadmin.pipeline.breaker import Breaker, BreakRule, rule_for
 from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.tasks import TaskSpec
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import Target
-from tqadmin.store.sqlite_pauses import SQLitePauses
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import Target
+from tqadmin.store.pauses.sqlite import SQLitePauses
 
 
 class Clock:

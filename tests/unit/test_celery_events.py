@@ -97,7 +97,7 @@ def test_tasks_that_started_before_the_listener_are_counted_from_the_heartbeat()
 
 
 def test_a_dead_worker_is_forgotten_after_the_hour_tqadmins_own_dead_workers_are_kept() -> None:
-    from tqadmin.store.base import Retention
+    from tqadmin.store.completion.base import Retention
     from tqadmin.telemetry.snapshot import DEAD_WORKER_KEEP_S
 
     events, hour_later = CeleryEvents(), NOW + DEAD_WORKER_KEEP_S

@@ -13,7 +13,7 @@ import pytest
 
 from tqadmin.pipeline.claim_register import MAX_ID_BYTES, SLOT_BYTES, ClaimRegister, Left, recover_claims
 from tqadmin.pipeline.supervisor import supervise
-from tqadmin.store.base import ClaimState
+from tqadmin.store.completion.base import ClaimState
 from tqadmin.store.factory import open_store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -17,10 +17,10 @@ from tests.support.cron_fakes import FakeClock, MemoryCronStore, Recorder
 from tqadmin.pipeline.cron.control import CronControl
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import Target
-from tqadmin.store.sqlite_pauses import SQLitePauses
-from tqadmin.store.sqlite_triggers import SQLiteTriggers
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import Target
+from tqadmin.store.pauses.sqlite import SQLitePauses
+from tqadmin.store.triggers.sqlite import SQLiteTriggers
 
 BEAT = Schedule("beat", "* * * * * *", "q", "ping", {"zone": "eu"}, misfire_grace=10)
 

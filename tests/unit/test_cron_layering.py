@@ -7,7 +7,7 @@ CRON_PURE = [
     "tqadmin.pipeline.cron.scheduler",
     "tqadmin.pipeline.cron.status",
     "tqadmin.pipeline.cron.publishing",
-    "tqadmin.store.lease",
+    "tqadmin.store.cron.base",
     "tqadmin.commands.cron",
     "tqadmin.commands.schedules",
 ]

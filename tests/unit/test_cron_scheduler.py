@@ -11,7 +11,7 @@ from tests.support.cron_fakes import START, FakeClock, MemoryCronStore, Recorder
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
-from tqadmin.store.lease import TickRecord, TickState
+from tqadmin.store.cron.base import TickRecord, TickState
 
 TTL = 3.0
 EVERY_SECOND = Schedule("beat", "* * * * * *", "q", "ping", {"zone": "eu"}, misfire_grace=10)

@@ -8,7 +8,7 @@ from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.scheduler import Scheduler
 from tqadmin.pipeline.cron.status import iso, read_status, schedule_rows
 from tqadmin.pipeline.cron.timing import splay_offset
-from tqadmin.store.lease import FiredTick, LeaderInfo
+from tqadmin.store.cron.base import FiredTick, LeaderInfo
 
 HOURLY = Schedule("hourly", "0 * * * *", "q", "t", splay=120)
 BEAT = Schedule("beat", "*/10 * * * * *", "q", "ping")

@@ -14,7 +14,8 @@ from tqadmin.demo.cron import (
 )
 from tqadmin.demo.layout import plan
 from tqadmin.pipeline.cron.schedule import load_schedules
-from tqadmin.store.lease import CronStore, TickOutcome, open_cron_store
+from tqadmin.store.cron.base import CronStore, TickOutcome
+from tqadmin.store.factory import open_cron_store
 
 
 def store(tmp_path: Path) -> CronStore:

@@ -4,7 +4,7 @@ from typing import Any
 
 from tqadmin.demo.layout import plan
 from tqadmin.demo.live import DemoTelemetry
-from tqadmin.store.base import WorkerRecord
+from tqadmin.store.completion.base import WorkerRecord
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 

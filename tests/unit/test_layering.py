@@ -241,6 +241,34 @@ def test_no_module_imports_from_a_floor_above_its_own(module: str) -> None:
     assert wrong == [], "\n".join(wrong)
 
 
+def _store_implementation(module: str) -> bool:
+    """A Redis or SQLite implementation of a store contract, or plumbing only they use (``tqadmin/store/``
+    holds a folder per contract: its ``base``, and ``redis``/``sqlite`` modules beside it)."""
+    return module.startswith("tqadmin.store.") and module.rpartition(".")[2].startswith(("redis", "sqlite"))
+
+
+def test_no_store_contract_imports_an_implementation_and_one_opener_picks_them() -> None:
+    pickers = {
+        module: sorted(name for name in imported_by(module) if _store_implementation(name))
+        for module in MODULES
+        if not _store_implementation(module)
+    }
+    assert {module: names for module, names in pickers.items() if names} == {
+        "tqadmin.store.factory": [
+            "tqadmin.store.completion.redis",
+            "tqadmin.store.completion.sqlite",
+            "tqadmin.store.cron.redis",
+            "tqadmin.store.cron.sqlite",
+            "tqadmin.store.history.redis",
+            "tqadmin.store.history.sqlite",
+            "tqadmin.store.pauses.redis",
+            "tqadmin.store.pauses.sqlite",
+            "tqadmin.store.triggers.redis",
+            "tqadmin.store.triggers.sqlite",
+        ]
+    }, "open a store through tqadmin.store.factory, by the URL's scheme"
+
+
 def test_importing_the_package_loads_no_pipeline_but_its_task_api_still_imports() -> None:
     code = (
         "import sys, tqadmin; before = sorted(m for m in sys.modules if m.startswith('tqadmin.')); "
@@ -266,7 +294,13 @@ DRIVER_FREE = (
     "tqadmin.commands",
     "tqadmin.tui",
 )
-DRIVER_FREE_MODULES = {"tqadmin", "tqadmin.cli", "tqadmin.config", "tqadmin.errors", "tqadmin.store.base"}
+DRIVER_FREE_MODULES = {
+    "tqadmin",
+    "tqadmin.cli",
+    "tqadmin.config",
+    "tqadmin.errors",
+    "tqadmin.store.completion.base",
+}
 # A plugin's faces may load its own driver when imported (the RabbitMQ and SQS ones do; the Redis plugin loads
 # redis-py only when it connects); never another plugin's. The module that defines the plugin class, and its
 # declarations, load none: the CLI reads every installed plugin's class to build its flags.
@@ -296,14 +330,19 @@ for module in modules:
     with os.fdopen(read) as pipe:
         loaded = pipe.read()
     _, status = os.waitpid(pid, 0)
-    print(json.dumps([module, json.loads(loaded) if status == 0 else [f"<import failed: status {status}>"]]))
+    found = json.loads(loaded) if status == 0 else [f"<import failed: status {status}>"]
+    print(json.dumps([module, found]))
+    if not found:  # it loads nothing watched: imported here once, it spares the next forks its cost
+        importlib.import_module(module)
 """
 WATCHED = ["textual", *DRIVERS, "pickle", "_pickle", "shelve", "dill", "cloudpickle"]
 
 
 @cache
 def _loaded() -> dict[str, list[str]]:
-    """For every module: which of ``WATCHED`` importing it alone loads (one process, one fork each)."""
+    """For every module: which of ``WATCHED`` importing it alone loads (one process, one fork each). A module
+    found to load none of them is then imported by the forking process too: every later fork starts with it
+    loaded, which changes no answer (it brings nothing watched) and spares each fork its import."""
     result = subprocess.run(
         [sys.executable, "-c", _FORK_EACH, json.dumps(MODULES), json.dumps(WATCHED)],
         capture_output=True,

@@ -10,7 +10,7 @@ import pytest
 
 from tqadmin.errors import Unreachable
 from tqadmin.pipeline.pausing import PauseWatch
-from tqadmin.store.pauses import Pause, PauseStore, Target
+from tqadmin.store.pauses.base import Pause, PauseStore, Target
 
 
 class FakePauses(PauseStore):
@@ -102,8 +102,8 @@ def test_without_a_store_nothing_is_paused() -> None:
 
 
 def test_an_expiry_is_reaped_and_audited_once_whichever_worker_reads_first(tmp_path: Path) -> None:
-    from tqadmin.store.pause_audit import PauseAudit
-    from tqadmin.store.sqlite_pauses import SQLitePauses
+    from tqadmin.store.pauses.audit import PauseAudit
+    from tqadmin.store.pauses.sqlite import SQLitePauses
 
     wall = Clock()
     shared = SQLitePauses(tmp_path / "state.db", clock=wall)

@@ -11,7 +11,7 @@ from redis.crc import key_slot
 from tqadmin_redis import scripts as broker_scripts
 from tqadmin_redis.naming import Layout
 
-from tqadmin.store import redis_scripts as store_scripts
+from tqadmin.store.completion import redis_scripts as store_scripts
 from tqadmin.store.keys import heartbeat_keys, history_key, job_key, job_tag
 
 NAMES = [

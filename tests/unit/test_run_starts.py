@@ -11,7 +11,7 @@ from tqadmin.pipeline.starts import RunStarts
 from tqadmin.pipeline.tasks import TaskSpec
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import Message
-from tqadmin.store.base import Claim, ClaimState
+from tqadmin.store.completion.base import Claim, ClaimState
 
 
 class StoreStarts:

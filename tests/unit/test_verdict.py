@@ -241,3 +241,59 @@ def test_without_a_consumer_count_a_window_in_which_nobody_received_anything_is_
     taken = every(consumers=None, ack_rate=None)
     taken[3] = replace(taken[3], unacked=1)
     assert watched(taken).verdict == UNKNOWN, "someone received one: a consumer tqadmin does not know"
+
+
+SIDEKIQ_TOTAL = "Sidekiq's stat:processed + stat:failed"
+SHARED = "it counts every Sidekiq process on this Redis, and they also serve sidekiq:b"
+
+
+def total(completed: int, shared: str | None = None) -> WorkerView:
+    """A Sidekiq process's view: its framework's global total as its completions, flushed every 10 s."""
+    return worker("sidekiq:p1", completed=completed, counted_by=SIDEKIQ_TOTAL, shared=shared, flush_s=10.0)
+
+
+def sidekiq_window(shared: str | None = None, rises: bool = False, **figures: object) -> list[Observation]:
+    """A minute of a Sidekiq queue, its total at 41, or rising to 42 half-way (with ``figures`` from then)."""
+    readings = every(ack_rate=None, consumers=None, workers=(total(41, shared),))
+    if rises:
+        later = [replace(r, workers=(total(42, shared),), **figures) for r in readings[3:]]  # type: ignore[arg-type]
+        readings[3:] = later
+    return readings
+
+
+def test_a_global_total_that_did_not_move_proves_a_stall_and_the_reason_says_by_what() -> None:
+    """Sidekiq: no consumer count, no ack rate; the total of every process's jobs stood through the window."""
+    assert watched(sidekiq_window()) == QueueVerdict(
+        STALLED,
+        f"ready 340 for 1m00s, 1 worker, no completion in 1m00s ({SIDEKIQ_TOTAL} did not move)",
+    )
+    assert watched(sidekiq_window(SHARED)).verdict == STALLED  # whatever else it counts: nothing ended
+
+
+def test_a_total_that_rose_is_progress_where_every_worker_it_counts_serves_this_queue_alone() -> None:
+    assert watched(sidekiq_window(rises=True)) == QueueVerdict(
+        OK, f"ready 340, completing ({SIDEKIQ_TOTAL} rose, every worker it counts serving this queue alone)"
+    )
+
+
+def test_a_total_that_rose_but_also_counts_other_queues_proves_nothing_here_never_a_guess() -> None:
+    verdict = watched(sidekiq_window(SHARED, rises=True))
+    assert verdict == QueueVerdict(
+        UNKNOWN, f"ready 340 for 1m00s, 1 worker; {SIDEKIQ_TOTAL} rose, but {SHARED}"
+    )
+    assert watched(sidekiq_window(SHARED, rises=True, ready=339)).verdict == OK  # work left the queue
+
+
+def test_a_total_flushed_less_often_than_the_window_proves_nothing_in_it() -> None:
+    short = VerdictPolicy(window_s=6)
+    verdict = watched(every(step=2, until=8, ack_rate=None, consumers=None, workers=(total(41),)), short)
+    assert verdict.verdict == UNKNOWN
+    assert verdict.reason.endswith(
+        f"{SIDEKIQ_TOTAL} moves only every 10s, longer than the window: it proves nothing in it"
+    )
+
+
+def test_a_process_whose_every_thread_held_its_job_since_before_the_window_needs_no_total() -> None:
+    """Sidekiq's ``run_at`` per thread: every thread busy since before the window completed nothing."""
+    stuck = worker("sidekiq:p1", slots=2, busy_since=(T0 - 30, T0 - 5))
+    assert watched(every(ack_rate=None, consumers=None, workers=(stuck,))).verdict == STALLED

@@ -10,8 +10,8 @@ from tqadmin.frameworks.progress import foreign_view
 from tqadmin.plugin.models import QueueListing, QueueStats
 from tqadmin.reading.reading import Pauses, ProfileReading
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import Pause, Target
+from tqadmin.store.completion.base import WorkerRecord
+from tqadmin.store.pauses.base import Pause, Target
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 from tqadmin.telemetry.verdict import VerdictPolicy

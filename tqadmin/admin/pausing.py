@@ -7,7 +7,7 @@ refusal names that framework's own way to stop its work (:func:`refuse_foreign`)
 
 Expired pauses are reaped before every pause and resume, each expiry written once as
 ``{"action": "resume", "outcome": "expired", "reason": "resumed by expiry"}``
-(:meth:`~tqadmin.store.pauses.PauseStore.reap` hands an expiry to one caller only).
+(:meth:`~tqadmin.store.pauses.base.PauseStore.reap` hands an expiry to one caller only).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import socket
 from tqadmin.config import Settings
 from tqadmin.errors import QueueReadOnly
 from tqadmin.plugin.base import BrokerAdmin
-from tqadmin.store import pause_audit
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import Pause, PauseStore, Target
+from tqadmin.store.pauses import audit as pause_audit
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import Pause, PauseStore, Target
 
 # How each framework stops its own workers taking a queue's work (what tqadmin's refusal names).
 FRAMEWORK_PAUSE = {

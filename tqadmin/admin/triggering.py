@@ -1,6 +1,6 @@
 """``tqadmin trigger``: ask the cron's leader for one tick of a schedule now, wait for it, audit it.
 
-The command does not publish the job itself: the leader fires it (:mod:`tqadmin.store.triggers`), claimed
+The command does not publish the job itself: the leader fires it (:mod:`tqadmin.store.triggers.base`), claimed
 under its fencing token like every tick, with its own job id. The command writes the request, waits for the
 tick to be recorded as fired (``wait_s``; a leader takes requests at each of its steps, a third of its
 ``--lock-ttl`` apart at the most), and writes one audit record: ``action`` ``trigger``, ``outcome`` ``ok``
@@ -18,8 +18,8 @@ from typing import Any
 from tqadmin.admin.pausing import operator
 from tqadmin.config import Settings
 from tqadmin.files import audit
-from tqadmin.store.lease import CronStore, TickState
-from tqadmin.store.triggers import TriggerRequest, TriggerRequests
+from tqadmin.store.cron.base import CronStore, TickState
+from tqadmin.store.triggers.base import TriggerRequest, TriggerRequests
 
 POLL_S = 0.1
 

@@ -23,10 +23,8 @@ from tqadmin.pipeline.cron.schedule import Schedule, load_schedules
 from tqadmin.pipeline.cron.scheduler import DEFAULT_LOCK_TTL_S, Scheduler
 from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 from tqadmin.show.masking import MaskingFormatter
-from tqadmin.store.lease import open_cron_store
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import open_pauses
-from tqadmin.store.triggers import open_triggers
+from tqadmin.store.factory import open_cron_store, open_pauses, open_triggers
+from tqadmin.store.pauses.audit import PauseAudit
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -30,7 +30,7 @@ from tqadmin.reading.verdicts import VerdictJudge, judged_queues, verdicts_of
 from tqadmin.show.broker_text import escaped
 from tqadmin.show.masking import mask_text
 from tqadmin.show.tables import table
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses.base import Pause, of_queue
 from tqadmin.telemetry.verdict import UNHEALTHY, VERDICTS, QueueVerdict, VerdictPolicy
 
 POLLS_PER_WINDOW = 8

@@ -19,8 +19,9 @@ from tqadmin.reading.reading import ProfileReading
 from tqadmin.reading.recording import history_name
 from tqadmin.reading.verdicts import observations
 from tqadmin.store import open_store
-from tqadmin.store.history import TIERS, open_history
-from tqadmin.store.history_points import Figures
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import TIERS
+from tqadmin.store.history.points import Figures
 from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy, WorkerView, judge
 from tqadmin.telemetry.verdict_inputs import own_views, recorded
 

@@ -16,7 +16,7 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.commands.pauses import add_target, named, open_writer, target_of, warn
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.show.broker_text import escaped
-from tqadmin.store.pauses import FOREVER, parse_duration
+from tqadmin.store.pauses.base import FOREVER, parse_duration
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

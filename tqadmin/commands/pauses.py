@@ -10,7 +10,8 @@ from tqadmin.commands.context import CommandContext
 from tqadmin.errors import NoDatabase, UsageError
 from tqadmin.files.access import Access
 from tqadmin.show.tables import table
-from tqadmin.store.pauses import Pause, PauseStore, Target, iso, open_pauses
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Pause, PauseStore, Target, iso
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

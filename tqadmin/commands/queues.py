@@ -24,7 +24,7 @@ from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.show.broker_text import escaped
 from tqadmin.show.finite import finite
 from tqadmin.show.tables import table
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses.base import Pause, of_queue
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

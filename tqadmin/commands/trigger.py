@@ -15,8 +15,8 @@ from tqadmin.commands.cron import add_namespace_option
 from tqadmin.errors import BrokerError, NoDatabase, PartialFailure, UsageError
 from tqadmin.files.access import Access
 from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S, registered_schedules
-from tqadmin.store.lease import CronStore, open_cron_store
-from tqadmin.store.triggers import open_triggers
+from tqadmin.store.cron.base import CronStore
+from tqadmin.store.factory import open_cron_store, open_triggers
 
 DEFAULT_WAIT_S = 30.0
 

@@ -25,13 +25,14 @@ from tqadmin.pipeline.worker import Worker, WorkerSettings
 from tqadmin.plugin.kit.background import PluginFault
 from tqadmin.show import logs
 from tqadmin.show.masking import mask_text
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import open_pauses, parse_duration
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import parse_duration
 from tqadmin.telemetry.endpoint import MetricsServer
 from tqadmin.telemetry.prometheus import worker_families
 
 if TYPE_CHECKING:
-    from tqadmin.store.base import StateStore
+    from tqadmin.store.completion.base import StateStore
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

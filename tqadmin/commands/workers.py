@@ -20,7 +20,7 @@ from tqadmin.plugin.workers import CurrentJob, ForeignWorker, WorkerReading
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.show.masking import mask_text
 from tqadmin.show.tables import table
-from tqadmin.store.base import WorkerRecord
+from tqadmin.store.completion.base import WorkerRecord
 from tqadmin.telemetry.progress import progress_json
 from tqadmin.telemetry.wedged import Verdict
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tqadmin.demo.layout import Layout
-from tqadmin.store.lease import CronStore
+from tqadmin.store.cron.base import CronStore
 
 SCHEDULE = "scheduled-report"
 EVERY_S = 2

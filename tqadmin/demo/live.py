@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tqadmin.demo.layout import Layout
-from tqadmin.store.base import StateStore
+from tqadmin.store.completion.base import StateStore
 from tqadmin.telemetry.window import WindowStats, window_stats
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 from tqadmin import FatalError, TransientError, task
 from tqadmin.demo.chaos import Chaos, Fate
 from tqadmin.pipeline.tasks import TaskContext
-from tqadmin.store.effects import add
+from tqadmin.store.completion.effects import add
 from tqadmin.store.keys import job_tag
 
 CHAOS = Chaos.from_env()

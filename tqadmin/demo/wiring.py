@@ -25,8 +25,8 @@ from tqadmin.plugin.base import BrokerAdmin, BrokerPlugin
 from tqadmin.plugin.models import HEADER_REASON, Message
 from tqadmin.plugin.transport import BrokerTransport, Outcome
 from tqadmin.store import open_store
-from tqadmin.store.base import StateStore
-from tqadmin.store.lease import open_cron_store
+from tqadmin.store.completion.base import StateStore
+from tqadmin.store.factory import open_cron_store
 from tqadmin.telemetry.counters import TaskStats
 
 PEEK_LIMIT = 2000

@@ -30,8 +30,8 @@ from tqadmin.reading.reader import CRON_NAMESPACE, Connections, ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.recording import history_name
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import Pause
+from tqadmin.store.completion.base import WorkerRecord
+from tqadmin.store.pauses.base import Pause
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.metric_names import FRAMEWORK
 from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy
@@ -109,6 +109,10 @@ class ProfilePoller:
 
     def close(self) -> None:
         self._reader.close()
+
+    def stop_recording(self, timeout_s: float) -> bool:
+        """No history write starts after this; one under way is waited for, up to ``timeout_s``."""
+        return self._reader.stop_recording(timeout_s)
 
     def poll(self) -> bool:
         """Read every part once; ``True`` when all of them answered."""

@@ -25,7 +25,7 @@ DEFAULT_PORT = 9808
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 DEFAULT_INTERVAL_S = 5.0  # RabbitMQ's own statistics refresh: polling faster reads the same figures
 DEFAULT_MAX_QUEUES = 2000
-STOP_WAIT_S = 5.0  # how long a stop waits for polls under way (their threads are daemons)
+STOP_WAIT_S = 5.0  # the most a stop waits: for a history write, a scrape, polls (docs/exporter.md)
 
 
 class Exporter:
@@ -47,6 +47,7 @@ class Exporter:
             for p in self.pollers
         ]
         self._folded_said: dict[str, int] = {}
+        self.left_running: tuple[str, ...] = ()  # profiles whose poll was still under way when it stopped
         self._said_lock = threading.Lock()
 
     @property
@@ -94,13 +95,31 @@ class Exporter:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Stop within :data:`STOP_WAIT_S` whatever the polls are doing. No poll and no history write
+        starts after this; a history write under way is waited for (each one is done or not started);
+        the endpoint stops; a poll still under way at the end (a listing of 10,000 queues, a broker
+        that does not answer) is not waited for: its profile is in :attr:`left_running`, and its thread
+        is a daemon. A poll writes nothing but the history, so what it would have read is all it loses."""
         self._stop.set()
-        self._server.__exit__(kind, exc, tb)
         deadline = time.monotonic() + STOP_WAIT_S
-        for (
-            thread
-        ) in self._threads:  # a poll under way ends by the broker's timeout; none is waited past this
-            thread.join(timeout=max(deadline - time.monotonic(), 0))
+
+        def left() -> float:
+            return max(deadline - time.monotonic(), 0.0)
+
+        for poller in self.pollers:
+            if not poller.stop_recording(left()):
+                log.warning(
+                    "profile %s: a history write was still under way when the exporter stopped",
+                    poller.profile,
+                )
+        self._server.stop(left())
+        for thread in self._threads:
+            thread.join(timeout=left())
         for poller, thread in zip(self.pollers, self._threads, strict=True):
             if not thread.is_alive():
                 poller.close()
+        self.left_running = tuple(
+            poller.profile
+            for poller, thread in zip(self.pollers, self._threads, strict=True)
+            if thread.is_alive()
+        )

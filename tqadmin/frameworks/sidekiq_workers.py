@@ -7,6 +7,12 @@ concurrency...), ``busy``, ``beat``, ``quiet``, ``rss``. ``<identity>:work`` map
 object before). A member whose hash is gone is dead; Sidekiq's own ``ProcessSet`` would remove it, which a
 reader must not. A field that is there but not what Sidekiq writes (``info.queues`` of ``5``) makes the
 process :class:`~tqadmin.plugin.workers.MalformedEntry`, naming the field.
+
+Sidekiq counts the jobs its processes ran in two global counters, flushed by each process at its beat
+(every 10 s from Sidekiq 7 on, 5 s before): ``stat:processed`` (every job run, failures included) and
+``stat:failed``; per-day copies (``stat:processed:YYYY-MM-DD``) add nothing for a window. No process hash
+counts its own jobs. The total is every Sidekiq process's on this Redis together: it says that *some* job
+ended, and on which queue only when every live process serves one queue alone (:func:`finished`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,16 @@ from tqadmin.plugin.workers import CurrentJob, ForeignWorker, MalformedEntry
 
 PROCESSES = "processes"
 HASH_TTL_S = 60.0  # the expiry Sidekiq sets on a process's hash at each beat
+COUNTERS = ("stat:processed", "stat:failed")
+BEAT_S = 10.0  # how often a process flushes its counts into COUNTERS (Sidekiq 7 and 8; 5 s before)
+
+
+def finished(processed: Any, failed: Any) -> int:
+    """``stat:processed`` + ``stat:failed`` as Sidekiq keeps them (decimal text; absent before any job
+    ended, which Sidekiq's own ``Stats`` reads as 0): any rise is a job that ended. A value that is no
+    count is :class:`~tqadmin.plugin.workers.MalformedEntry`, naming the key."""
+    pairs = zip(COUNTERS, (processed, failed), strict=True)
+    return sum(checked(value, count, key, "a count") or 0 for key, value in pairs)
 
 
 def work_key(identity: str) -> str:

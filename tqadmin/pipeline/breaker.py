@@ -3,10 +3,10 @@
 The Oban "QueueBreaker" pattern, written with what the worker already has: after ``after`` consecutive failed
 runs of one task type in this worker (fatal, transient or timed out: whatever the retry policy then makes of
 them), the breaker writes a pause of that task type of its queue to the state store for ``for_s`` seconds,
-through the same pause set on-call uses (:mod:`tqadmin.store.pauses`). So every worker of the queue sets the
-type's jobs aside (unrun, uncharged) within a heartbeat, every face shows it as a pause whose author is the
-breaker (``breaker@<worker>``) and whose reason is the last error (clipped, masked), it is audited once, and
-it ends by itself when its time is up (or when on-call resumes it earlier). A success resets the count.
+through the same pause set on-call uses (:mod:`tqadmin.store.pauses.base`). So every worker of the queue sets
+the type's jobs aside (unrun, uncharged) within a heartbeat, every face shows it as a pause whose author is
+the breaker (``breaker@<worker>``) and whose reason is the last error (clipped, masked), it is audited once,
+and it ends by itself when its time is up (or when on-call resumes it earlier). A success resets the count.
 
 What is counted is this worker's own runs, in the order they end. Runs that started before the breaker tripped
 and end after it are not counted again: they are the same trouble, already paid for, and counting them would
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from tqadmin.pipeline.pausing import PauseWatch
 from tqadmin.pipeline.tasks import TaskSpec
 from tqadmin.show.masking import clip_masked, shown
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import PauseStore, Target
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import PauseStore, Target
 
 log = logging.getLogger("tqadmin.worker")
 

@@ -9,13 +9,13 @@ wipes it when it gives the claim up; the supervisor hands what is left there to 
 (:func:`recover_claims`): the claims of runs under way end now as if their leases had run out, so each job's
 next claim counts the crash at once (how a job that kills its worker ends as ``crash_loop``), and the others
 are released, so their redelivered jobs are claimed without waiting. Both only while the claim's token is
-current (:meth:`~tqadmin.store.base.CompletionStore.abandon_many`).
+current (:meth:`~tqadmin.store.completion.base.CompletionStore.abandon_many`).
 
 The same slots say which runs are under way, which is what a crash is charged to (a job that waited in the
-window is no crash: :class:`tqadmin.store.base.Claim`): a run's claim is marked running before its task runs
-and back to held when it returns, without a store round trip. The monitor records in the store the starts of
-runs still under way after one of its ticks (:mod:`tqadmin.pipeline.monitor`), so a process that hangs rather
-than dies charges its long runs too.
+window is no crash: :class:`tqadmin.store.completion.base.Claim`): a run's claim is marked running before its
+task runs and back to held when it returns, without a store round trip. The monitor records in the store the
+starts of runs still under way after one of its ticks (:mod:`tqadmin.pipeline.monitor`), so a process that
+hangs rather than dies charges its long runs too.
 
 A slot is a flag byte (held or running), the claim's fencing token and the job id. The process fills token and
 id first and sets the flag last, so a process killed in the middle of writing a slot leaves one that reads as
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tqadmin.show.masking import mask_text
-from tqadmin.store.base import Claim, ClaimState, CompletionStore
+from tqadmin.store.completion.base import Claim, ClaimState, CompletionStore
 
 log = logging.getLogger("tqadmin.worker")
 

@@ -35,7 +35,7 @@ from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import OUTSIDE, Trouble
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import Consumer
-from tqadmin.store.base import Claim, ClaimState
+from tqadmin.store.completion.base import Claim, ClaimState
 from tqadmin.telemetry.task_names import MALFORMED_TASK, UNKNOWN_TASK
 
 

@@ -18,7 +18,7 @@ from tqadmin.pipeline.job import Job
 from tqadmin.pipeline.retry import Failure
 from tqadmin.pipeline.tasks import TaskSpec
 from tqadmin.plugin.base import Delivery
-from tqadmin.store.base import Claim
+from tqadmin.store.completion.base import Claim
 
 
 @dataclass(slots=True, eq=False)

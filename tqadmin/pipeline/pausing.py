@@ -8,7 +8,7 @@ and nothing dead-lettered. Giving a delivery straight back would only bring it s
 consumer (every broker here hands a released delivery out again at once), so it comes back after
 ``min(time the pause has left, recheck)``; that is also the most a set-aside job waits after a resume.
 
-Each read first reaps the pauses that ran out (:func:`tqadmin.store.pause_audit.reap`), so an expiry is
+Each read first reaps the pauses that ran out (:func:`tqadmin.store.pauses.audit.reap`), so an expiry is
 written to the audit log once ("resumed by expiry") by whichever worker, cron leader or command sees it first,
 without anyone having to come by.
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from tqadmin.pipeline.throttle import Throttle
 from tqadmin.pipeline.trouble import STORE_WARN_EVERY_S
 from tqadmin.show.masking import shown
-from tqadmin.store.pause_audit import PauseAudit, reap
-from tqadmin.store.pauses import Pause, PauseStore
+from tqadmin.store.pauses.audit import PauseAudit, reap
+from tqadmin.store.pauses.base import Pause, PauseStore
 
 log = logging.getLogger("tqadmin.worker")
 

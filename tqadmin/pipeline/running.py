@@ -29,7 +29,7 @@ from tqadmin.pipeline.trouble import OUTSIDE, Trouble
 from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.transport import Consumer
 from tqadmin.show.masking import shown
-from tqadmin.store.base import Claim
+from tqadmin.store.completion.base import Claim
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.progress import MAX_ID_CHARS, BusyThread
 

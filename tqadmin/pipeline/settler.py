@@ -43,7 +43,7 @@ from tqadmin.plugin.base import Delivery
 from tqadmin.plugin.models import HEADER_FIRST_SEEN, HEADER_RETRY_COUNT
 from tqadmin.plugin.transport import Consumer
 from tqadmin.show.masking import shown
-from tqadmin.store.base import Claim, ClaimState, Effect
+from tqadmin.store.completion.base import Claim, ClaimState, Effect
 from tqadmin.telemetry.counters import Telemetry
 
 log = logging.getLogger("tqadmin.worker")

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 from tqadmin.pipeline.claim_register import ClaimRegister
 from tqadmin.pipeline.outcomes import Run
-from tqadmin.store.base import Claim
+from tqadmin.store.completion.base import Claim
 
 C = TypeVar("C")  # a claim
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.errors import UsageError
-from tqadmin.store.base import Effect, Transaction
-from tqadmin.store.pauses import parse_duration
+from tqadmin.store.completion.base import Effect, Transaction
+from tqadmin.store.pauses.base import parse_duration
 from tqadmin.telemetry.task_names import LABELS, MAX_TASK_TYPE_CHARS
 
 TaskFn = Callable[["TaskContext", dict[str, Any]], object]

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from tqadmin.pipeline.claim_register import ClaimRegister
-from tqadmin.store.base import Claim, ClaimState, Effect, StateStore
+from tqadmin.store.completion.base import Claim, ClaimState, Effect, StateStore
 from tqadmin.telemetry.snapshot import WorkerSnapshot
 
 

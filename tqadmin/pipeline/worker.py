@@ -56,9 +56,9 @@ from tqadmin.pipeline.trips import StoreTrips
 from tqadmin.pipeline.trouble import Trouble
 from tqadmin.plugin.kit.retrying import Retrying, once_reachable
 from tqadmin.plugin.transport import BrokerTransport, Consumer
-from tqadmin.store.base import StateStore
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import PauseStore
+from tqadmin.store.completion.base import StateStore
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import PauseStore
 from tqadmin.telemetry.counters import Telemetry
 from tqadmin.telemetry.progress import Progress
 from tqadmin.telemetry.snapshot import WorkerSnapshot

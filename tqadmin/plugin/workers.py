@@ -80,7 +80,9 @@ class WorkerReading:
     events on), cumulative since the listener started, by framework; ``wait_from`` says per framework what
     their wait time is measured from (``sent``: comparable with tqadmin's published -> started;
     ``received``: the worker's own prefetch wait only); ``folded`` how many task names each listener
-    folded into ``(other)`` past its cap.
+    folded into ``(other)`` past its cap. ``totals`` are the jobs a framework's workers finished all together,
+    by framework, where it keeps only such a total (Sidekiq's ``stat:processed`` + ``stat:failed``), for the
+    stall verdict.
     """
 
     workers: tuple[ForeignWorker, ...] = ()
@@ -88,6 +90,7 @@ class WorkerReading:
     tasks: Mapping[str, Mapping[str, TaskStats]] = field(default_factory=dict)
     wait_from: Mapping[str, str] = field(default_factory=dict)
     folded: Mapping[str, int] = field(default_factory=dict)
+    totals: Mapping[str, int] = field(default_factory=dict)
 
 
 class Skipped:

@@ -48,10 +48,10 @@ from tqadmin.reading.drain import DEFAULT_WINDOW_S, DrainWindow
 from tqadmin.reading.lazy import Lazy
 from tqadmin.reading.reading import EVERY_PART, Part, Pauses, ProfileReading, Unread
 from tqadmin.reading.recording import HistoryReader, HistoryRecorder, Span, SpanReading, history_name
-from tqadmin.store.base import StateStore, WorkerRecord
-from tqadmin.store.factory import open_store
-from tqadmin.store.lease import CronStore, open_cron_store
-from tqadmin.store.pauses import Pause, PauseStore, open_pauses
+from tqadmin.store.completion.base import StateStore, WorkerRecord
+from tqadmin.store.cron.base import CronStore
+from tqadmin.store.factory import open_cron_store, open_pauses, open_store
+from tqadmin.store.pauses.base import Pause, PauseStore
 from tqadmin.telemetry.ledger import WorkerLedger
 from tqadmin.telemetry.snapshot import WorkerHistory
 from tqadmin.telemetry.wedged import judge_all
@@ -186,6 +186,11 @@ class ProfileReader:
             return None
         with self._store_lock:
             return history.read(span, queues, width)
+
+    def stop_recording(self, timeout_s: float) -> bool:
+        """No history write starts after this; waits up to ``timeout_s`` for one under way
+        (:meth:`HistoryRecorder.stop`). ``True`` when none is under way any more."""
+        return True if self.recorder is None else self.recorder.stop(timeout_s)
 
     def close(self) -> None:
         """Close every connection; waits for a read under way on the store (a connection closed under a

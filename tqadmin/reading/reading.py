@@ -16,8 +16,8 @@ from tqadmin.pipeline.cron.status import CronStatus
 from tqadmin.plugin.capabilities import Capabilities
 from tqadmin.plugin.models import QueueListing
 from tqadmin.plugin.workers import WorkerReading
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import Pause
+from tqadmin.store.completion.base import WorkerRecord
+from tqadmin.store.pauses.base import Pause
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.wedged import Verdict
 from tqadmin.telemetry.window import WindowStats

@@ -3,8 +3,8 @@
 Why no process of its own: the exporter and the dashboard already poll the broker's queues and the
 store's workers; each of them hands what it read to a :class:`HistoryRecorder`, which writes at most one
 point per kind every :data:`RECORD_EVERY_S` (two writers of one moment write one point, see
-:mod:`tqadmin.store.history`). Task activity is recorded from the worker processes the store lists, each
-with its own figures, never from a poller's totals (:mod:`tqadmin.store.increments`): any number of
+:mod:`tqadmin.store.history.base`). Task activity is recorded from the worker processes the store lists, each
+with its own figures, never from a poller's totals (:mod:`tqadmin.store.history.increments`): any number of
 writers add each run once. A recorder is made only for a profile that is not read-only, opens the store as
 a reader (it never creates the embedded file: while nothing has created it there is nothing to record), and
 never raises: a store that fails is logged once per outage, points refused for being ahead of the store's
@@ -18,6 +18,7 @@ increments), and how many stored points could not be read and were skipped.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
 from tqadmin.reading.lazy import Fresh, Lazy, never_fresh, unless_fresh
 from tqadmin.show.masking import mask_text
-from tqadmin.store.history import (
+from tqadmin.store.factory import open_history
+from tqadmin.store.history.base import (
     DEFAULT_MAX_SERIES,
     QUEUES,
     TASKS,
@@ -36,9 +38,8 @@ from tqadmin.store.history import (
     HistoryStore,
     Recorded,
     Tier,
-    open_history,
 )
-from tqadmin.store.history_points import Figures
+from tqadmin.store.history.points import Figures
 from tqadmin.telemetry.counters import TaskStats
 from tqadmin.telemetry.ledger import WorkerFigures
 
@@ -142,6 +143,8 @@ class HistoryRecorder(ProfileHistory):
         self._last: dict[str, float] = {}  # kind -> when it was last written
         self._failing = False
         self.refused = 0  # points refused for being ahead of the store's clock, since it was made
+        self._writing = threading.Lock()  # held for the whole of one write: what :meth:`stop` waits for
+        self._stopped = False
 
     def record_queues(self, stats: Sequence[QueueStats]) -> None:
         self._write(QUEUES, lambda history, now: history.record_queues(self.profile, now, stats))
@@ -152,7 +155,26 @@ class HistoryRecorder(ProfileHistory):
         if workers:
             self._write(TASKS, lambda history, now: history.record_tasks(self.profile, now, workers))
 
+    def stop(self, timeout_s: float) -> bool:
+        """No write starts after this; one under way is waited for, up to ``timeout_s``, and then the
+        history is closed. ``True`` when none is under way any more (a process may end now and leave every
+        write done or not started); ``False`` when one still is past ``timeout_s`` (a store that does not
+        answer: its own timeout ends it)."""
+        self._stopped = True
+        if not self._writing.acquire(timeout=max(timeout_s, 0.0)):
+            return False
+        try:
+            self.close()
+        finally:
+            self._writing.release()
+        return True
+
     def _write(self, kind: str, write: Callable[[HistoryStore, float], Recorded]) -> None:
+        with self._writing:
+            if not self._stopped:
+                self._write_now(kind, write)
+
+    def _write_now(self, kind: str, write: Callable[[HistoryStore, float], Recorded]) -> None:
         now = self._clock()
         if now - self._last.get(kind, float("-inf")) < RECORD_EVERY_S:
             return

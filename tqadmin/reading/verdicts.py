@@ -23,8 +23,8 @@ from tqadmin.plugin.kit.delays import work_queues
 from tqadmin.plugin.models import QueueStats
 from tqadmin.plugin.workers import WorkerReading
 from tqadmin.reading.reading import Pauses, ProfileReading
-from tqadmin.store.base import WorkerRecord
-from tqadmin.store.pauses import of_queue
+from tqadmin.store.completion.base import WorkerRecord
+from tqadmin.store.pauses.base import of_queue
 from tqadmin.telemetry.verdict import Observation, QueueVerdict, QueueWatch, VerdictPolicy
 from tqadmin.telemetry.verdict_inputs import observation, own_views
 

@@ -42,6 +42,7 @@ TIMEOUT_S = 30.0  # a connection's whole life: longer than Prometheus's default 
 MAX_CONNECTIONS = 512  # open at once; an idle one costs a socket and a few KB, not a thread
 MAX_REQUEST_BYTES = 16 * 1024  # a scraper's request is a few hundred bytes
 POLL_S = 0.5  # how often deadlines and a stop are looked at when no socket is ready
+STOP_S = 5.0  # how long a stop waits for a scrape being encoded (10,000 queues: about a second)
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close with a reset, dropping what is still queued
 
@@ -178,9 +179,18 @@ class MetricsServer:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.stop(STOP_S)
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop serving: the connections open are reset and the port let go. A scrape being encoded is
+        waited for up to ``timeout_s``; ``False`` when it still runs then (its thread is a daemon: it ends
+        with the process, the port with it)."""
         self._stop.set()
-        self._thread.join()
+        self._thread.join(max(timeout_s, 0.0))
+        if self._thread.is_alive():
+            return False
         self._listener.close()
+        return True
 
     def _serve(self) -> None:
         self._selector.register(self._listener, selectors.EVENT_READ)

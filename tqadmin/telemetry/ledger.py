@@ -36,7 +36,7 @@ Incarnation = tuple[str, float]
 @dataclass(frozen=True, slots=True)
 class WorkerFigures:
     """One worker process's cumulative figures per task type, as its last heartbeat gave them: what the
-    history records (:mod:`tqadmin.store.increments`), each process by itself."""
+    history records (:mod:`tqadmin.store.history.increments`), each process by itself."""
 
     worker_id: str
     started_at: float

@@ -19,8 +19,8 @@ from tqadmin.telemetry.progress import Progress
 SNAPSHOT_VERSION = 1
 DEAD_WORKER_KEEP_S = 3600.0
 """How long a worker that stopped beating is still listed (as dead) before it is forgotten: tqadmin's own
-(the store's :class:`~tqadmin.store.base.Retention`) and other frameworks' known only from their events
-(Celery's), the same hour, so a week of rolling deploys does not list every pod that ever ran."""
+(the store's :class:`~tqadmin.store.completion.base.Retention`) and other frameworks' known only from their
+events (Celery's), the same hour, so a week of rolling deploys does not list every pod that ever ran."""
 
 
 @dataclass(frozen=True, slots=True)

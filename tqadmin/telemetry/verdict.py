@@ -13,7 +13,12 @@ every source that gives them, and none is guessed:
   two observations is a completion) and its last completion's time;
 - a worker whose every job slot has held the same jobs since before the window began completed nothing in it
   (an RQ worker on one job, a tqadmin worker whose threads all block): a proof of *no* completion, for the
-  frameworks whose registries say what each worker runs and since when.
+  frameworks whose registries say what each worker runs and since when;
+- a total kept over several workers (Sidekiq's ``stat:processed`` + ``stat:failed``, every Sidekiq process's
+  jobs together): one that did not move proves that nothing completed on any of their queues, so none on
+  this one; one that rose proves a completion on this queue only when every worker it counts serves this
+  queue alone (:attr:`WorkerView.shared` is ``None``), otherwise it proves nothing here and the verdict
+  says so.
 
 A queue is ``stalled`` when work (ready, or held unacked in a consumer's prefetch) waited throughout the
 window, at least one consumer or live worker serves it, and the sources prove no completion in the window:
@@ -79,6 +84,10 @@ class WorkerView:
 
     ``completed``: its cumulative completions on the queue (``None``: it counts none); ``slots``: how many
     jobs it runs at once (``None``: not said), ``busy_since`` the start of each job it runs now.
+    ``counted_by`` names where ``completed`` comes from when it is a total over several workers (said in
+    the reason); ``shared`` says what else that total counts besides this queue's jobs (``None``: only
+    this queue's), so that a rise proves no completion here; ``flush_s`` how late a completion may show in
+    it (Sidekiq flushes its counters at each beat): a window shorter than that proves nothing by it.
     """
 
     name: str
@@ -86,6 +95,9 @@ class WorkerView:
     last_completion_at: float | None = None
     slots: int | None = None
     busy_since: tuple[float, ...] = ()
+    counted_by: str | None = None
+    shared: str | None = None
+    flush_s: float = 0.0
 
     def idle_since(self, start: float) -> bool:
         """Whether it provably completed nothing after ``start``: every slot held a job begun before it."""
@@ -221,7 +233,8 @@ def judge(
             if latest is not None
             else f"no {what} in {human_duration(last.at - since)}"
         )
-        stalled = f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}"
+        proof = f" ({completion.note})" if completion.note else ""
+        stalled = f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}, {when}{proof}"
         if last.paused_types is not None:  # the work waiting may be all the paused types': set aside
             return QueueVerdict(PAUSED, f"{last.paused_types}; {stalled}")
         return QueueVerdict(STALLED, stalled)
@@ -233,7 +246,7 @@ def judge(
             UNKNOWN,
             f"{_waiting_text(last)} for {human_duration(last.at - since)}, {serving}; {completion.missing}",
         )
-    return QueueVerdict(OK, _ok_text(last, completion.seen))
+    return QueueVerdict(OK, _ok_text(last, completion.seen, completion.note))
 
 
 def _uncounted(
@@ -261,27 +274,34 @@ class _Completion:
     seen: bool
     proof: str | None  # "broker" or "workers": what proves that nothing completed (when nothing was seen)
     missing: str = ""  # why nothing proves it
+    note: str = ""  # what a total over several workers proved, said in the reason
 
 
 def _completion(window: Sequence[Observation], start: float) -> _Completion:
     """Whether anything completed after ``start``, and, if not, what proves it."""
     later = window[1:] or window
-    if any(_completed_between(a, b) for a, b in pairwise(window)) or any(
-        (r.ack_rate or 0) > 0 for r in later
-    ):
+    pairs = list(pairwise(window))
+    if any(b.waiting < a.waiting for a, b in pairs) or any((r.ack_rate or 0) > 0 for r in later):
         return _Completion(True, None)
+    risen = [w for a, b in pairs for w in _risen(a, b)]
+    if mine := [w for w in risen if w.shared is None]:
+        said = mine[0].counted_by
+        return _Completion(
+            True, None, note=f"{said} rose, every worker it counts serving this queue alone" if said else ""
+        )
     last = window[-1]
     if any(w.last_completion_at is not None and w.last_completion_at > start for w in last.workers):
         return _Completion(True, None)
     if all(r.ack_rate is not None for r in later):
         return _Completion(False, "broker")
     first = {w.name: w for w in window[0].workers}
+    busy = [w for w in last.workers if not w.idle_since(start)]
     unproven = [
         w.name
-        for w in last.workers
-        if not w.idle_since(start)
-        and (w.completed is None or first.get(w.name) is None or first[w.name].completed is None)
+        for w in busy
+        if w.completed is None or first.get(w.name) is None or first[w.name].completed is None
     ]
+    slow = [w for w in busy if w.flush_s > last.at - window[0].at]
     if last.consumers is not None and last.consumers > len(last.workers):
         others = last.consumers - len(last.workers)
         return _Completion(
@@ -292,19 +312,26 @@ def _completion(window: Sequence[Observation], start: float) -> _Completion:
         return _Completion(
             False, None, f"the broker gives no ack rate and no completion count comes from {names}"
         )
-    return _Completion(False, "workers")
+    if slow:
+        flushed = f"{slow[0].counted_by or 'its count'} moves only every {human_duration(slow[0].flush_s)}"
+        return _Completion(False, None, f"{flushed}, longer than the window: it proves nothing in it")
+    if risen:
+        return _Completion(False, None, f"{risen[0].counted_by or 'its count'} rose, but {risen[0].shared}")
+    totals = [w.counted_by for w in busy if w.counted_by]
+    return _Completion(False, "workers", note=f"{totals[0]} did not move" if totals else "")
 
 
 def _completed_between(a: Observation, b: Observation) -> bool:
     """Whether work left the queue from ``a`` to ``b`` (what waits shrank: taken without an ack, by a
     consumer that does not ack, or deleted), or a worker's completion count on it rose (a count that fell is
-    a restarted worker: not a completion)."""
-    if b.waiting < a.waiting:
-        return True
+    a restarted worker: not a completion) where it counts this queue's jobs alone (not ``shared``)."""
+    return b.waiting < a.waiting or any(w.shared is None for w in _risen(a, b))
+
+
+def _risen(a: Observation, b: Observation) -> list[WorkerView]:
+    """The workers of ``b`` whose completion count rose from ``a``."""
     before = {w.name: w.completed for w in a.workers if w.completed is not None}
-    return any(
-        w.completed is not None and w.name in before and w.completed > before[w.name] for w in b.workers
-    )
+    return [w for w in b.workers if w.completed is not None and w.completed > before.get(w.name, w.completed)]
 
 
 def _degraded(window: Sequence[Observation], policy: VerdictPolicy) -> str | None:
@@ -352,9 +379,10 @@ def _waiting_text(obs: Observation) -> str:
     return ", ".join(parts)
 
 
-def _ok_text(obs: Observation, seen: bool) -> str:
+def _ok_text(obs: Observation, seen: bool, note: str = "") -> str:
     drain = f", drains in {human_duration(obs.drain_s)}" if obs.drain_s else ""
-    return f"{_waiting_text(obs)}, {'completing' if seen else 'drained in the window'}{drain}"
+    said = f" ({note})" if note else ""
+    return f"{_waiting_text(obs)}, {'completing' if seen else 'drained in the window'}{said}{drain}"
 
 
 def _clock(epoch_s: float) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from tqadmin.plugin.models import Alarm, QueueListing, QueueStats
 from tqadmin.reading.recording import LIVE, Depths, Span
 from tqadmin.show import tables
-from tqadmin.store.pauses import Pause, of_queue
+from tqadmin.store.pauses.base import Pause, of_queue
 
 human_duration = tables.human_duration  # its home is below every face: the judges' reasons use it too
 HISTORY_LEN = 30

@@ -43,7 +43,7 @@ from tqadmin.reading.recording import (
 )
 from tqadmin.reading.verdicts import VerdictJudge, verdicts_of
 from tqadmin.show.masking import mask_url
-from tqadmin.store.pauses import Pause
+from tqadmin.store.pauses.base import Pause
 from tqadmin.telemetry.verdict import QueueVerdict, VerdictPolicy
 from tqadmin.telemetry.wedged import Verdict
 from tqadmin.tui.events import QueuesPolled, SidePolled, SpanRead

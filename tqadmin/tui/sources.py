@@ -18,8 +18,8 @@ from tqadmin.reading.connect import describe_error
 from tqadmin.reading.reader import WINDOW_S, Connections, ProfileReader
 from tqadmin.reading.reading import Part, ProfileReading
 from tqadmin.reading.recording import SpanReading
-from tqadmin.store.base import StateStore
-from tqadmin.store.pauses import Pause
+from tqadmin.store.completion.base import StateStore
+from tqadmin.store.pauses.base import Pause
 from tqadmin.telemetry.counters import TaskStats, summed
 from tqadmin.telemetry.histogram import Histogram, estimate_of
 from tqadmin.telemetry.wedged import Verdict

@@ -7,9 +7,10 @@ Read by the leader at each step (:meth:`CronControl.refresh`), from the profile'
   audit record per skip (``action`` ``skip``, ``outcome`` ``paused``, the ticks' ids, who paused it and why);
   the first tick due after the resume fires as usual. A store that cannot be read keeps the last set read.
 - expired pauses are reaped on the way, each expiry audited once (``via`` ``cron``), as workers do;
-- a trigger request (``tqadmin trigger``, :mod:`tqadmin.store.triggers`) is fired as one extra tick of its
-  schedule, claimed under the leader's token like any tick, with its own job id ``cron:<name>:trigger:<n>``
-  and a ``triggered_by`` field; a paused schedule's trigger fires too (it is asked for by name, now).
+- a trigger request (``tqadmin trigger``, :mod:`tqadmin.store.triggers.base`) is fired as one extra tick of
+  its schedule, claimed under the leader's token like any tick, with its own job id
+  ``cron:<name>:trigger:<n>`` and a ``triggered_by`` field; a paused schedule's trigger fires too (it is asked
+  for by name, now).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Callable
 from tqadmin.files import audit
 from tqadmin.pipeline.pausing import read_pauses
 from tqadmin.pipeline.throttle import Throttle
-from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id
-from tqadmin.store.pause_audit import PauseAudit
-from tqadmin.store.pauses import Pause, PauseStore
-from tqadmin.store.triggers import TriggerRequest, TriggerRequests
+from tqadmin.store.cron.base import CronStore, Lease, TickOutcome, TickState, tick_id
+from tqadmin.store.pauses.audit import PauseAudit
+from tqadmin.store.pauses.base import Pause, PauseStore
+from tqadmin.store.triggers.base import TriggerRequest, TriggerRequests
 
 VIA = "cron"
 WARN_EVERY_S = 10.0

@@ -8,8 +8,8 @@ from tqadmin.errors import TqadminError
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.job import Job
-from tqadmin.store.lease import tick_id
-from tqadmin.store.triggers import TriggerRequest
+from tqadmin.store.cron.base import tick_id
+from tqadmin.store.triggers.base import TriggerRequest
 
 Publish = Callable[[str, Job], None]
 """``publish(queue, job)``: durable and confirmed; raises when the broker did not confirm."""

@@ -40,8 +40,8 @@ from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import DEFAULT_FORGET_AFTER_S as FORGET_INSTANCES_AFTER_S
 from tqadmin.pipeline.cron.status import iso
 from tqadmin.pipeline.cron.timing import splay_offset
-from tqadmin.store.lease import CronStore, Lease, TickOutcome, TickState, tick_id
-from tqadmin.store.triggers import TriggerRequest
+from tqadmin.store.cron.base import CronStore, Lease, TickOutcome, TickState, tick_id
+from tqadmin.store.triggers.base import TriggerRequest
 
 DEFAULT_LOCK_TTL_S = 15.0
 MIN_WAIT_S = 0.01

@@ -14,7 +14,7 @@ from typing import Any
 
 from tqadmin.pipeline.cron.schedule import Schedule, ScheduleError, schedule_from_mapping
 from tqadmin.pipeline.cron.timing import next_tick, splay_offset
-from tqadmin.store.lease import CronStore, FiredTick, LeaderInfo, Registration, TickRecord
+from tqadmin.store.cron.base import CronStore, FiredTick, LeaderInfo, Registration, TickRecord
 
 DEFAULT_FORGET_AFTER_S = (
     86_400.0  # instances silent this long are no longer shown (a cron restart prunes them)

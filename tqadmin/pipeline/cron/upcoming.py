@@ -10,7 +10,7 @@ from typing import Any
 from tqadmin.pipeline.cron.schedule import Schedule
 from tqadmin.pipeline.cron.status import ScheduleRow, iso
 from tqadmin.pipeline.cron.timing import ticks_after
-from tqadmin.store.pauses import Pause
+from tqadmin.store.pauses.base import Pause
 
 MAX_NEXT = 1000
 

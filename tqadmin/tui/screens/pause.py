@@ -21,7 +21,8 @@ from textual.widgets import Button, Input, Static
 from tqadmin.admin import pausing
 from tqadmin.errors import TqadminError
 from tqadmin.reading.connect import describe_error
-from tqadmin.store.pauses import Pause, Target, open_pauses, parse_duration
+from tqadmin.store.factory import open_pauses
+from tqadmin.store.pauses.base import Pause, Target, parse_duration
 from tqadmin.tui.model import paused_labels
 from tqadmin.tui.text import clean
 

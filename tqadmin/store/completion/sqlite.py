@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile, path_of
-from tqadmin.store.base import (
+from tqadmin.store.completion.base import (
     Claim,
     ClaimState,
     Effect,

@@ -14,8 +14,7 @@ from typing import Any, TypeVar, cast
 import redis
 
 from tqadmin.connect.prefixes import split_prefix
-from tqadmin.store.keys import check_prefix
-from tqadmin.store.lease import (
+from tqadmin.store.cron.base import (
     CronStore,
     FiredTick,
     LeaderInfo,
@@ -27,7 +26,8 @@ from tqadmin.store.lease import (
     check_namespace,
     tick_id,
 )
-from tqadmin.store.redis_store import _translated as translated  # one translation of redis-py's errors
+from tqadmin.store.keys import check_prefix
+from tqadmin.store.redis_errors import translated  # one translation of redis-py's errors
 
 T = TypeVar("T")
 

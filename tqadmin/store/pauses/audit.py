@@ -4,8 +4,8 @@ worker's breaker, a worker or the cron seeing an expiry), so a record reads the 
 A pause adds ``who``, ``reason``, ``until``, ``task_type``, ``schedule`` and ``via`` to the audit log's common
 fields; a resume also ``paused_by`` and ``paused_for`` (docs/interface.md). An expired pause is recorded once,
 as ``action`` ``resume``, ``outcome`` ``expired``, ``who`` ``expiry``, ``reason`` ``resumed by expiry``: by
-whoever reaps it first (:func:`reap`; :meth:`~tqadmin.store.pauses.PauseStore.reap` hands each expiry to one
-caller only), be it a ``pause`` or ``resume`` command, a worker's heartbeat or the cron's leader.
+whoever reaps it first (:func:`reap`; :meth:`~tqadmin.store.pauses.base.PauseStore.reap` hands each expiry to
+one caller only), be it a ``pause`` or ``resume`` command, a worker's heartbeat or the cron's leader.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tqadmin.files import audit
-from tqadmin.store.pauses import Pause, PauseStore, iso
+from tqadmin.store.pauses.base import Pause, PauseStore, iso
 
 EXPIRED = "expired"
 BY_EXPIRY = "resumed by expiry"

@@ -1,8 +1,8 @@
 """The pause set on Redis: a hash of records and a sorted set of their ends, under one hash tag.
 
 Keys (``{<prefix>:pause}`` is the tag, so every script touches one slot and works on Redis Cluster):
-``T:records``, a HASH from the target's key (:attr:`~tqadmin.store.pauses.Target.key`) to the record's JSON,
-and ``T:until``, a ZSET of the same keys scored by the end in milliseconds (``+inf``: until resumed). A
+``T:records``, a HASH from the target's key (:attr:`~tqadmin.store.pauses.base.Target.key`) to the record's
+JSON, and ``T:until``, a ZSET of the same keys scored by the end in milliseconds (``+inf``: until resumed). A
 pause and a resume are one script each, timed by the server's ``TIME``; a reap is one script that takes the
 expired members out and returns them, so two reapers never both get the same expiry.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqadmin.connect.redis_client import NOW_MS, Script, connect, run_scripts, server_time, text, translated
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.pauses import Pause, PauseStore, Target, readable
-from tqadmin.store.redis_store import FLAG, _where
+from tqadmin.store.pauses.base import Pause, PauseStore, Target, readable
+from tqadmin.store.redis_errors import FLAG, where
 
 if TYPE_CHECKING:
     import redis
@@ -90,10 +90,10 @@ class RedisPauses(PauseStore):
 
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 10.0, prefix: str = DEFAULT_PREFIX) -> RedisPauses:
-        return cls(connect(url, timeout_s, _where(url), FLAG), url=url, prefix=prefix)
+        return cls(connect(url, timeout_s, where(url), FLAG), url=url, prefix=prefix)
 
     def _eval(self, script: Script, *args: Any) -> Any:
-        [reply] = run_scripts(self._client, [(script, self._keys, args)], _where(self.url), FLAG)
+        [reply] = run_scripts(self._client, [(script, self._keys, args)], where(self.url), FLAG)
         return reply
 
     def pause(self, target: Target, *, reason: str, who: str, for_s: float | None) -> Pause:
@@ -114,12 +114,12 @@ class RedisPauses(PauseStore):
         return None if not record else Pause.decode(target.key, text(record))
 
     def now(self) -> float:
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             seconds, micros = server_time(self._client, self._keys[0])
         return seconds + micros / 1e6
 
     def standing(self) -> tuple[float, list[Pause]]:
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             records = self._client.hgetall(self._keys[0])
         now = self.now()
         pauses = readable(lambda item: Pause.decode(text(item[0]), text(item[1])), records.items())
@@ -132,7 +132,7 @@ class RedisPauses(PauseStore):
 
     def delete_prefix(self) -> int:
         """Delete this prefix's pauses (tests and clean-up); returns how many keys went."""
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             return int(self._client.delete(*self._keys))
 
     def close(self) -> None:

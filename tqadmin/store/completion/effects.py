@@ -1,9 +1,10 @@
 """The common ``ctx.once`` effects, written once for both state stores: set a field, add to a counter.
 
-``ctx.once(fn)`` hands ``fn`` the store's own transaction (:data:`~tqadmin.store.base.Transaction`): a Redis
-pipeline in ``MULTI``, or an SQLite connection inside the completion's ``BEGIN IMMEDIATE``. An effect written
-against one of them fails on the other, and the default store is the embedded SQLite one, so a task that
-only needs to record a value or count something uses these instead and runs on either::
+``ctx.once(fn)`` hands ``fn`` the store's own transaction
+(:data:`~tqadmin.store.completion.base.Transaction`): a Redis pipeline in ``MULTI``, or an SQLite connection
+inside the completion's ``BEGIN IMMEDIATE``. An effect written against one of them fails on the other, and the
+default store is the embedded SQLite one, so a task that only needs to record a value or count something uses
+these instead and runs on either::
 
     ctx.once(set_field("thumbs", ctx.job_id, thumb))
     ctx.once(add("charges", ctx.job_id, 1))
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from tqadmin.store.base import Effect, Transaction
+from tqadmin.store.completion.base import Effect, Transaction
 
 Value = str | int | float
 """What a field holds: Redis stores it as text, SQLite as given."""

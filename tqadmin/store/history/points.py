@@ -4,7 +4,7 @@ error of that point alone (:func:`decode_queue_point`, :func:`decode_task_point`
 
 A task point is kept *coarse*: its histograms on buckets :data:`HISTORY_COARSENING` times wider than the
 telemetry's, at most :data:`HISTORY_BUCKETS` of them. Increments are computed and added in that form
-(:mod:`tqadmin.store.increments`), and refined only when read (:func:`decode_task_point`).
+(:mod:`tqadmin.store.history.increments`), and refined only when read (:func:`decode_task_point`).
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@ processes' figures.
 ``tq_history_series`` names each series (namespace, profile, kind, name) once and gives it an integer id
 with the time it was last recorded; ``tq_history_points`` holds ``(series, tier, bucket) -> value`` WITHOUT
 ROWID, written with ``INSERT ... ON CONFLICT DO UPDATE`` so that two writers of one moment write one point;
-after every write the points more than :data:`~tqadmin.store.history.CLOCK_TOLERANCE_S` after the store's
+after every write the points more than :data:`~tqadmin.store.history.base.CLOCK_TOLERANCE_S` after the store's
 clock are deleted and each tier keeps its newest ``points`` buckets. ``tq_history_workers`` keeps each
-worker process's figures as last recorded (:mod:`tqadmin.store.increments`) with when. The store's clock is
-the host's (every process sharing the file shares it). (``tq_history`` is taken: it holds the workers'
-heartbeat history.) A series nobody recorded for the coarsest tier's span is deleted with its points, a
-departed process's figures after the finest tier's span. One record call is one write transaction, which is
+worker process's figures as last recorded (:mod:`tqadmin.store.history.increments`) with when. The store's
+clock is the host's (every process sharing the file shares it). (``tq_history`` is taken: it holds the
+workers' heartbeat history.) A series nobody recorded for the coarsest tier's span is deleted with its points,
+a departed process's figures after the finest tier's span. One record call is one write transaction, which is
 what makes a task record's read, plan and write one step.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile
-from tqadmin.store.history import (
+from tqadmin.store.history.base import (
     CLOCK_TOLERANCE_S,
     DEFAULT_MAX_DEPARTED,
     TASKS,
@@ -34,7 +34,7 @@ from tqadmin.store.history import (
     Tier,
     admitted,
 )
-from tqadmin.store.increments import TaskState, candidates, plan_tasks, worker_key
+from tqadmin.store.history.increments import TaskState, candidates, plan_tasks, worker_key
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 from tqadmin.telemetry.ledger import WorkerFigures
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from tqadmin.connect.redis_client import connect, server_time, text, translated
 from tqadmin.store.keys import check_prefix
-from tqadmin.store.redis_store import FLAG, _where
-from tqadmin.store.triggers import TriggerRequest, TriggerRequests
+from tqadmin.store.redis_errors import FLAG, where
+from tqadmin.store.triggers.base import TriggerRequest, TriggerRequests
 
 if TYPE_CHECKING:
     import redis
@@ -28,11 +28,11 @@ class RedisTriggers(TriggerRequests):
     def from_url(
         cls, url: str, namespace: str, *, timeout_s: float = 10.0, prefix: str | None = None
     ) -> RedisTriggers:
-        return cls(connect(url, timeout_s, _where(url), FLAG), namespace, url=url, prefix=prefix)
+        return cls(connect(url, timeout_s, where(url), FLAG), namespace, url=url, prefix=prefix)
 
     def request(self, schedule: str, who: str) -> TriggerRequest:
         document = json.dumps({"schedule": schedule, "who": who})
-        with translated(_where(self._url), FLAG):
+        with translated(where(self._url), FLAG):
             seconds, micros = server_time(self._client, self._key)
             ident = seconds * 1_000_000 + micros
             while not self._client.hsetnx(self._key, str(ident), document):
@@ -40,7 +40,7 @@ class RedisTriggers(TriggerRequests):
         return TriggerRequest(schedule, ident, who)
 
     def waiting(self) -> list[TriggerRequest]:
-        with translated(_where(self._url), FLAG):
+        with translated(where(self._url), FLAG):
             raw = self._client.hgetall(self._key)
         found = []
         for ident, document in raw.items():
@@ -54,7 +54,7 @@ class RedisTriggers(TriggerRequests):
         return sorted(found, key=lambda r: r.ident)
 
     def done(self, request: TriggerRequest) -> None:
-        with translated(_where(self._url), FLAG):
+        with translated(where(self._url), FLAG):
             self._client.hdel(self._key, str(request.ident))
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """The registry of cron instances on an SQLite file: who runs a cron, with which schedules, as each one last
 said, for ``tqadmin cron`` and the dashboard. No lease guards it: every instance writes its own row, leader or
-not, so it needs none of the fencing of :class:`tqadmin.store.sqlite_lease.SQLiteCronStore`, which holds one
-of these and answers the registry's part of :class:`tqadmin.store.lease.CronStore` through it.
+not, so it needs none of the fencing of :class:`tqadmin.store.cron.sqlite.SQLiteCronStore`, which holds one
+of these and answers the registry's part of :class:`tqadmin.store.cron.base.CronStore` through it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tqadmin.files.sqlite import SQLiteFile
-from tqadmin.store.lease import Registration
+from tqadmin.store.cron.base import Registration
 
 INSTANCES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_cron_instances (ns TEXT NOT NULL, instance TEXT NOT NULL,"

@@ -20,7 +20,6 @@ from enum import StrEnum
 from typing import Any
 
 from tqadmin.errors import UsageError
-from tqadmin.files.access import Access
 
 
 def tick_id(name: str, scheduled: int) -> str:
@@ -206,27 +205,3 @@ def check_namespace(namespace: str) -> str:
             f"cron namespace {namespace!r} must be 1-100 characters without '{{', '}}', ':' or space"
         )
     return namespace
-
-
-def open_cron_store(
-    url: str, namespace: str = "default", timeout_s: float = 10.0, *, access: Access = Access.CREATE
-) -> CronStore:
-    """The cron store at ``url`` (``redis://``, ``rediss://`` or ``sqlite:///PATH``); a driver is imported
-    only here. A reader passes ``access=Access.READ``: an SQLite file is then read without writing anything,
-    and one that does not exist is not created."""
-    check_namespace(namespace)
-    scheme = url.split("://", 1)[0].lower()
-    if scheme in ("redis", "rediss"):
-        from tqadmin.store.redis_lease import RedisCronStore
-
-        return RedisCronStore.from_url(url, namespace, timeout_s)
-    if scheme == "sqlite":
-        from tqadmin.store.sqlite_lease import SQLiteCronStore
-
-        return SQLiteCronStore.from_url(url, namespace, timeout_s, access=access)
-    from tqadmin.errors import ConfigError
-    from tqadmin.show.masking import mask_url
-
-    raise ConfigError(
-        f"the cron needs a state store URL redis://, rediss:// or sqlite:///PATH, not {mask_url(url)}"
-    )

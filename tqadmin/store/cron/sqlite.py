@@ -17,8 +17,7 @@ from typing import Any
 from tqadmin.connect.prefixes import split_prefix
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile, path_of
-from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.lease import (
+from tqadmin.store.cron.base import (
     CronStore,
     FiredTick,
     LeaderInfo,
@@ -30,7 +29,8 @@ from tqadmin.store.lease import (
     check_namespace,
     tick_id,
 )
-from tqadmin.store.sqlite_instances import INSTANCES_SCHEMA, SQLiteCronInstances
+from tqadmin.store.cron.sqlite_instances import INSTANCES_SCHEMA, SQLiteCronInstances
+from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_cron_lease (ns TEXT PRIMARY KEY, instance TEXT NOT NULL,"

@@ -6,13 +6,13 @@ script touches one slot and works on Redis Cluster):
 
 - ``T:q:<resolution>:<queue>`` and ``T:a:<resolution>:<task type>``: a ZSET of ``"<bucket>:<json>"``
   scored by the bucket start; a write replaces the member of its bucket, removes the members more than
-  :data:`~tqadmin.store.history.CLOCK_TOLERANCE_S` after the server's ``TIME``, keeps the tier's newest
+  :data:`~tqadmin.store.history.base.CLOCK_TOLERANCE_S` after the server's ``TIME``, keeps the tier's newest
   ``points`` buckets and expires the set after the tier's span (a queue deleted long ago leaves nothing);
 - ``T:idx:q`` and ``T:idx:a``: a ZSET of the names recorded, scored by the last record (seconds), trimmed
   to the coarsest tier's span: the ``max_series`` guard;
 - ``T:w:figures``, a HASH of each worker process's figures as last recorded, ``T:w:seen``, a ZSET of when
   each was last listed, and ``T:w:meta``, the version of the profile's task activity (one more at every
-  task record): :mod:`tqadmin.store.increments`.
+  task record): :mod:`tqadmin.store.history.increments`.
 
 A queue record is one round trip: a pipeline of scripts (:data:`SCRIPT_CHUNK` names each) that refuse a
 writer whose clock is ahead of the server's, admit, write every tier's point, trim and expire. A task record
@@ -35,7 +35,7 @@ from tqadmin.connect.redis_client import (
     text,
     translated,
 )
-from tqadmin.store.history import (
+from tqadmin.store.history.base import (
     CLOCK_TOLERANCE_S,
     DEFAULT_MAX_DEPARTED,
     TASKS,
@@ -46,9 +46,9 @@ from tqadmin.store.history import (
     Tier,
     admitted,
 )
-from tqadmin.store.increments import TaskPlan, TaskState, candidates, plan_tasks, worker_key
+from tqadmin.store.history.increments import TaskPlan, TaskState, candidates, plan_tasks, worker_key
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.redis_store import FLAG, _where
+from tqadmin.store.redis_errors import FLAG, where
 from tqadmin.telemetry.ledger import WorkerFigures
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ return written
 
 def redis_client(url: str, timeout_s: float) -> redis.Redis:
     """The state store's Redis (or Redis Cluster) client, with its errors named as the store's."""
-    return connect(url, timeout_s, _where(url), FLAG)
+    return connect(url, timeout_s, where(url), FLAG)
 
 
 def profile_tag(prefix: str, profile: str) -> str:
@@ -230,13 +230,13 @@ class RedisHistory(HistoryStore):
                 keys += [series_key(self.prefix, profile, kind, tier, name) for tier in self.tiers]
                 args += [name, *values[name]]
             calls.append((RECORD, keys, args))
-        replies = run_scripts(self._client, calls, _where(self.url), FLAG)
+        replies = run_scripts(self._client, calls, where(self.url), FLAG)
         ahead = max(float(text(r[2])) for r in replies)
         return Recorded(sum(int(r[0]) for r in replies), sum(int(r[1]) for r in replies), ahead_s=ahead)
 
     def _record_tasks(self, profile: str, now_s: float, workers: Sequence[WorkerFigures]) -> Recorded:
         meta = worker_keys(self.prefix, profile)[0]
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             seconds, micros = server_time(self._client, meta)
         store_now = seconds + micros / 1e6
         refused = self.refused(now_s, store_now, len(candidates(workers, self.max_series)))
@@ -246,7 +246,7 @@ class RedisHistory(HistoryStore):
             version, state = self._task_state(profile, now_s, workers, store_now + CLOCK_TOLERANCE_S)
             plan = plan_tasks(workers, state, self.tiers, self.max_series)
             call = (RECORD_TASKS, *self._task_write(profile, now_s, version, plan))
-            [written] = run_scripts(self._client, [call], _where(self.url), FLAG)
+            [written] = run_scripts(self._client, [call], where(self.url), FLAG)
             if int(written) >= 0:
                 return Recorded(int(written), plan.refused, plan.skipped)
         return Recorded(0)
@@ -257,7 +257,7 @@ class RedisHistory(HistoryStore):
         meta, seen, figures = worker_keys(self.prefix, profile)
         keys = [worker_key(worker) for worker in workers]
         names = candidates(workers, self.max_series)
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             pipe = self._client.pipeline(transaction=False)
             pipe.hget(meta, "v")
             pipe.zrevrangebyscore(seen, latest, "-inf", start=0, num=1, withscores=True)
@@ -302,7 +302,7 @@ class RedisHistory(HistoryStore):
         return keys, args
 
     def _points(self, profile: str, kind: str, names: Sequence[str], tier: Tier) -> tuple[RawPoints, int]:
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             pipe = self._client.pipeline(transaction=False)
             for name in names:
                 pipe.zrange(series_key(self.prefix, profile, kind, tier, name), 0, -1)
@@ -317,7 +317,7 @@ class RedisHistory(HistoryStore):
         return points, unreadable
 
     def _names(self, profile: str, kind: str) -> list[str]:
-        with translated(_where(self.url), FLAG):
+        with translated(where(self.url), FLAG):
             members = self._client.zrange(index_key(self.prefix, profile, kind), 0, -1)
         return [text(member) for member in members]
 

@@ -17,11 +17,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from tqadmin.connect.prefixes import split_prefix
-from tqadmin.files.access import Access
-from tqadmin.store.factory import by_scheme
-from tqadmin.store.keys import DEFAULT_PREFIX
-
 TRIGGER = "trigger"
 
 
@@ -65,26 +60,3 @@ class TriggerRequests(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close connections."""
-
-
-def open_triggers(
-    url: str, namespace: str, *, timeout_s: float = 10.0, access: Access = Access.CREATE
-) -> TriggerRequests:
-    """The trigger requests of cron ``namespace`` in the state store at ``url`` (its ``?prefix=`` too)."""
-    url, prefix = split_prefix(url)
-    chosen = prefix or DEFAULT_PREFIX
-
-    def on_redis() -> TriggerRequests:
-        from tqadmin.store.redis_triggers import RedisTriggers
-
-        return RedisTriggers.from_url(url, namespace, timeout_s=timeout_s, prefix=prefix)
-
-    def on_sqlite() -> TriggerRequests:
-        from tqadmin.files.sqlite import path_of
-        from tqadmin.store.sqlite_triggers import SQLiteTriggers
-
-        return SQLiteTriggers(
-            path_of(url), namespace, url=url, prefix=chosen, timeout_s=timeout_s, access=access
-        )
-
-    return by_scheme(url, "state store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # the drivers' types, named for the type checker only: neithe
 
 Transaction: TypeAlias = "Pipeline | sqlite3.Connection"
 """What ``fn(tx)`` of ``ctx.once`` receives: the store's own transaction, a Redis pipeline in ``MULTI``
-(:class:`~tqadmin.store.redis_store.RedisStore`) or an SQLite connection inside the completion's transaction
-(:class:`~tqadmin.store.sqlite_store.SQLiteStore`). :mod:`tqadmin.store.effects` writes the common effects
-for both."""
+(:class:`~tqadmin.store.completion.redis.RedisStore`) or an SQLite connection inside the completion's
+transaction (:class:`~tqadmin.store.completion.sqlite.SQLiteStore`). :mod:`tqadmin.store.completion.effects`
+writes the common effects for both."""
 
 Effect: TypeAlias = Callable[[Transaction], None]
 """``fn(tx)``, committed with a completion mark in the same atomic step."""

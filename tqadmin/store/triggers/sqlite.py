@@ -9,7 +9,7 @@ from pathlib import Path
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.triggers import TriggerRequest, TriggerRequests
+from tqadmin.store.triggers.base import TriggerRequest, TriggerRequests
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_cron_triggers (ns TEXT NOT NULL, ident INTEGER NOT NULL,"

@@ -35,8 +35,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqadmin.store.history import MAX_NAME_BYTES, Tier, admitted
-from tqadmin.store.history_points import (
+from tqadmin.store.history.base import MAX_NAME_BYTES, Tier, admitted
+from tqadmin.store.history.points import (
     coarse_document,
     coarse_figures,
     coarse_from_document,

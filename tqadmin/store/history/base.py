@@ -6,8 +6,8 @@ write the same point, never two, and every record call writes the point of every
 its gauges (depth, age, rates): the last writer of a bucket wins, so a coarser tier holds the latest value
 of its bucket. A task type's point holds its *activity in that bucket*, an increment (runs, failures and the
 wait and run histograms' bucket counts), computed from each worker process's own cumulative figures
-(:mod:`tqadmin.store.increments`): a run is added once whoever writes, and a span's activity is the sum of
-its buckets, never an average of percentiles.
+(:mod:`tqadmin.store.history.increments`): a run is added once whoever writes, and a span's activity is the
+sum of its buckets, never an average of percentiles.
 
 Why bounded: a tier keeps at most ``points`` buckets (the newest, counted, so that no clock, ahead or
 behind, erases the others' points), a profile at most ``max_series`` queues and as many task types (name
@@ -28,7 +28,7 @@ whose clock is behind is accepted: its points are the oldest, the first a tier's
 forgets later, never sooner. A point that cannot be read is skipped and counted (:class:`Histories`), never
 failing the read of the others.
 
-No driver is imported here; :func:`open_history` picks the backend by the URL's scheme.
+No driver is imported here; :func:`~tqadmin.store.factory.open_history` picks the backend by the URL's scheme.
 """
 
 from __future__ import annotations
@@ -39,12 +39,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from tqadmin.connect.prefixes import split_prefix
-from tqadmin.errors import ConfigError
-from tqadmin.files.access import Access
 from tqadmin.plugin.models import QueueStats
-from tqadmin.store.factory import by_scheme
-from tqadmin.store.history_points import (
+from tqadmin.store.history.points import (
     HISTORY_BUCKETS,
     Figures,
     decode_queue_point,
@@ -52,7 +48,6 @@ from tqadmin.store.history_points import (
     dumps,
     encode_queue_point,
 )
-from tqadmin.store.keys import DEFAULT_PREFIX
 from tqadmin.telemetry.counters import COUNTERS, TaskStats
 from tqadmin.telemetry.histogram import Histogram
 from tqadmin.telemetry.ledger import WorkerFigures
@@ -123,8 +118,8 @@ class HistoryStore(ABC):
     """Points of queue gauges and task types' activity, per profile, at every tier of ``tiers``.
 
     A backend writes and reads encoded points (:meth:`_record`, :meth:`_record_tasks`, :meth:`_points`);
-    what a point holds and how it is encoded is decided in :mod:`tqadmin.store.history_points` and
-    :mod:`tqadmin.store.increments`, once.
+    what a point holds and how it is encoded is decided in :mod:`tqadmin.store.history.points` and
+    :mod:`tqadmin.store.history.increments`, once.
     """
 
     tiers: tuple[Tier, ...] = TIERS
@@ -139,7 +134,8 @@ class HistoryStore(ABC):
 
     def record_tasks(self, profile: str, now_s: float, workers: Sequence[WorkerFigures]) -> Recorded:
         """Add what each listed worker process did since any writer last recorded it into the buckets of
-        ``now_s`` (:func:`~tqadmin.store.increments.plan_tasks`); ``series`` says how many task types."""
+        ``now_s`` (:func:`~tqadmin.store.history.increments.plan_tasks`); ``series`` says how many task
+        types."""
         if not workers:
             return Recorded(0)
         return self._record_tasks(profile, now_s, workers)
@@ -174,7 +170,7 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def _record_tasks(self, profile: str, now_s: float, workers: Sequence[WorkerFigures]) -> Recorded:
-        """Read the :class:`~tqadmin.store.increments.TaskState`, plan and write the plan, at once: no
+        """Read the :class:`~tqadmin.store.history.increments.TaskState`, plan and write the plan, at once: no
         other record of the profile's tasks between the read and the write."""
 
     @abstractmethod
@@ -299,46 +295,3 @@ def size_bound(
     if workers:
         total += workers * worst_worker_figures(max_series) + 3 * SERIES_OVERHEAD
     return total
-
-
-# -- opening -----------------------------------------------------------------------------------------------
-
-
-def open_history(
-    url: str,
-    *,
-    timeout_s: float = 10.0,
-    access: Access = Access.CREATE,
-    max_series: int = DEFAULT_MAX_SERIES,
-    max_departed: int = DEFAULT_MAX_DEPARTED,
-    prefix: str | None = None,
-    tiers: Sequence[Tier] = TIERS,
-) -> HistoryStore:
-    """The history kept in the state store at ``url`` (``redis://``, ``rediss://``, ``sqlite:///PATH``),
-    under the same prefix as :func:`~tqadmin.store.open_store` uses. ``access`` says what the caller does
-    with an SQLite file (:class:`~tqadmin.file_access.Access`): a reader's is ``READ``, which writes nothing
-    and finds a file that does not exist :class:`~tqadmin.errors.NoDatabase`."""
-    url, url_prefix = split_prefix(url)
-    chosen = prefix or url_prefix or DEFAULT_PREFIX
-    if max_series < 0 or max_departed < 0:
-        raise ConfigError("the history's max_series and max_departed must be 0 or more")
-    options: dict[str, Any] = {
-        "url": url,
-        "prefix": chosen,
-        "max_series": max_series,
-        "max_departed": max_departed,
-        "tiers": tiers,
-    }
-
-    def on_redis() -> HistoryStore:
-        from tqadmin.store.redis_history import RedisHistory, redis_client
-
-        return RedisHistory(redis_client(url, timeout_s), **options)
-
-    def on_sqlite() -> HistoryStore:
-        from tqadmin.files.sqlite import path_of
-        from tqadmin.store.sqlite_history import SQLiteHistory
-
-        return SQLiteHistory(path_of(url), timeout_s=timeout_s, access=access, **options)
-
-    return by_scheme(url, "history store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -15,7 +15,7 @@ from pathlib import Path
 from tqadmin.files.access import Access
 from tqadmin.files.sqlite import SQLiteFile
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix
-from tqadmin.store.pauses import Pause, PauseStore, Target, readable, unreadable
+from tqadmin.store.pauses.base import Pause, PauseStore, Target, readable, unreadable
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tq_pauses (ns TEXT NOT NULL, target TEXT NOT NULL, reason TEXT NOT NULL,"

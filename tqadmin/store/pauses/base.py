@@ -22,11 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from tqadmin.connect.prefixes import split_prefix
 from tqadmin.errors import BadResponse, UsageError
-from tqadmin.files.access import Access
-from tqadmin.store.factory import by_scheme
-from tqadmin.store.keys import DEFAULT_PREFIX
 
 log = logging.getLogger("tqadmin.pauses")
 FOREVER = "forever"
@@ -234,27 +230,3 @@ class PauseStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close connections."""
-
-
-def open_pauses(
-    url: str, *, timeout_s: float = 10.0, prefix: str | None = None, access: Access = Access.CREATE
-) -> PauseStore:
-    """The pause set in the state store at ``url`` (``redis://``, ``rediss://``, ``sqlite:///PATH``), under
-    the same prefix as :func:`~tqadmin.store.open_store` uses. A reader passes ``access=Access.READ`` (an
-    SQLite file is then read without writing, and one not created yet is
-    :class:`~tqadmin.errors.NoDatabase`)."""
-    url, url_prefix = split_prefix(url)
-    chosen = prefix or url_prefix or DEFAULT_PREFIX
-
-    def on_redis() -> PauseStore:
-        from tqadmin.store.redis_pauses import RedisPauses
-
-        return RedisPauses.from_url(url, timeout_s=timeout_s, prefix=chosen)
-
-    def on_sqlite() -> PauseStore:
-        from tqadmin.files.sqlite import path_of
-        from tqadmin.store.sqlite_pauses import SQLitePauses
-
-        return SQLitePauses(path_of(url), url=url, prefix=chosen, timeout_s=timeout_s, access=access)
-
-    return by_scheme(url, "state store", {"redis": on_redis, "sqlite": on_sqlite})

@@ -8,7 +8,6 @@ the Redis Cluster rule are described in :mod:`tqadmin.store.keys`.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -21,12 +20,10 @@ from tqadmin.connect.redis_client import (
     run_scripts,
     server_time,
     text,
-    translated,
 )
 from tqadmin.errors import BadResponse, TqadminError
-from tqadmin.show.masking import mask_url
-from tqadmin.store import redis_scripts
-from tqadmin.store.base import (
+from tqadmin.store.completion import redis_scripts
+from tqadmin.store.completion.base import (
     Claim,
     ClaimState,
     Effect,
@@ -37,6 +34,7 @@ from tqadmin.store.base import (
     unique_chunks,
 )
 from tqadmin.store.keys import DEFAULT_PREFIX, check_prefix, heartbeat_keys, history_key, job_key
+from tqadmin.store.redis_errors import FLAG, translated, where
 from tqadmin.telemetry.snapshot import Reading, WorkerHistory, WorkerSnapshot
 
 if TYPE_CHECKING:
@@ -44,7 +42,6 @@ if TYPE_CHECKING:
 
 _DONE_AMONG_CHUNK = 1000
 _HELD = ("claimed", "running")  # the states of a job someone holds a claim on
-FLAG = "--store"
 
 
 class RedisStore(StateStore):
@@ -85,7 +82,7 @@ class RedisStore(StateStore):
             raise TqadminError(
                 "the Redis store needs the redis package: pip install 'tqadmin[redis]'"
             ) from None
-        client = connect(url, timeout_s, _where(url), FLAG)
+        client = connect(url, timeout_s, where(url), FLAG)
         return cls(client, url=url, prefix=prefix, retention=retention)
 
     # -- completion store ---------------------------------------------------------------------------------
@@ -154,12 +151,12 @@ class RedisStore(StateStore):
         return redis_scripts.COMPLETE, (job_key(self.prefix, claim.job_id),), (claim.token, self._retention_s)
 
     def _eval(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        return run_scripts(self._client, calls, _where(self.url), FLAG)
+        return run_scripts(self._client, calls, where(self.url), FLAG)
 
     def complete(self, claim: Claim, effect: Effect | None = None) -> bool:
         if effect is None:
             return self.complete_many([claim])[0]
-        with _translated(self.url):
+        with translated(self.url):
             return self._complete_with_effect(job_key(self.prefix, claim.job_id), claim.token, effect)
 
     def _complete_with_effect(self, key: str, token: int, effect: Effect) -> bool:
@@ -207,7 +204,7 @@ class RedisStore(StateStore):
 
     def done_among(self, job_ids: Iterable[str]) -> set[str]:
         done: set[str] = set()
-        with _translated(self.url):
+        with translated(self.url):
             for chunk in unique_chunks(job_ids, _DONE_AMONG_CHUNK):
                 pipe = self._client.pipeline(transaction=False)
                 for job_id in chunk:
@@ -235,7 +232,7 @@ class RedisStore(StateStore):
 
     def workers(self) -> list[WorkerRecord]:
         latest, seen, ttl = heartbeat_keys(self.prefix)
-        with _translated(self.url):
+        with translated(self.url):
             pipe = self._client.pipeline(transaction=False)
             pipe.hgetall(latest)
             pipe.zrange(seen, 0, -1, withscores=True)
@@ -262,7 +259,7 @@ class RedisStore(StateStore):
 
     def history(self, window_s: float) -> tuple[float, list[WorkerHistory]]:
         latest, seen, _ = heartbeat_keys(self.prefix)
-        with _translated(self.url):
+        with translated(self.url):
             pipe = self._client.pipeline(transaction=False)
             beats = cast(list[tuple[bytes, float]], self._client.zrange(seen, 0, -1, withscores=True))
             sec, usec = server_time(self._client, seen)
@@ -293,7 +290,7 @@ class RedisStore(StateStore):
     def delete_prefix(self) -> int:
         """Delete every key under this store's prefix (tests and ``demo`` clean-up); returns how many."""
         deleted = 0
-        with _translated(self.url):
+        with translated(self.url):
             for pattern in (f"{self.prefix}:*", "{" + self.prefix + ":*"):
                 keys = list(self._client.scan_iter(match=pattern, count=1000))
                 if keys:
@@ -301,7 +298,7 @@ class RedisStore(StateStore):
         return deleted
 
     def check(self) -> None:
-        with _translated(self.url):
+        with translated(self.url):
             self._client.ping()
 
     def close(self) -> None:
@@ -310,12 +307,3 @@ class RedisStore(StateStore):
 
 def _ms(seconds: float) -> int:
     return max(int(seconds * 1000), 0)
-
-
-def _where(url: str) -> str:
-    return f"state store {mask_url(url)}"
-
-
-def _translated(url: str) -> contextlib.AbstractContextManager[None]:
-    """redis-py's exceptions as tqadmin's errors, naming the store and never its password."""
-    return translated(_where(url), FLAG)

@@ -1,0 +1,2 @@
+"""Completion and heartbeats: the contract (``base``), its Redis and SQLite implementations, the common
+``ctx.once`` effects."""

@@ -1,0 +1,2 @@
+"""Pauses: the contract (``base``), the audit of their expiry (``audit``), its Redis and SQLite
+implementations."""

@@ -1,0 +1,1 @@
+"""Trigger requests of the cron: the contract (``base``), its Redis and SQLite implementations."""
