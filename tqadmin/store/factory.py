@@ -91,7 +91,7 @@ def open_history(
 ) -> HistoryStore:
     """The history kept in the state store at ``url`` (``redis://``, ``rediss://``, ``sqlite:///PATH``),
     under the same prefix as :func:`open_store` uses. ``access`` says what the caller does with an SQLite
-    file (:class:`~tqadmin.file_access.Access`): a reader's is ``READ``, which writes nothing and finds a
+    file (:class:`~tqadmin.files.access.Access`): a reader's is ``READ``, which writes nothing and finds a
     file that does not exist :class:`~tqadmin.errors.NoDatabase`."""
     url, url_prefix = split_prefix(url)
     chosen = prefix or url_prefix or DEFAULT_PREFIX

@@ -1,4 +1,5 @@
-"""Redis key names of the state store, and the hash-tag rule that keeps them working on Redis Cluster.
+"""The state store's names: the prefix every backend keeps its data under (the SQLite stores use it as a
+namespace), and the Redis key names with the hash-tag rule that keeps them working on Redis Cluster.
 
 Redis Cluster runs a script or a MULTI only when every key it touches lives in one slot, and a key's slot is
 computed from its hash tag (the text between the first ``{`` and the next ``}``) when it has one. So:

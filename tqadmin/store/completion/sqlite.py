@@ -57,9 +57,9 @@ class _EffectFailed(Exception):
 
 
 class SQLiteStore(StateStore):
-    """:class:`StateStore` on an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`: WAL, one connection
+    """:class:`StateStore` on an SQLite file (:class:`~tqadmin.files.sqlite.SQLiteFile`: WAL, one connection
     per thread), possibly the embedded broker's file too: its tables are its own. ``access`` is
-    :attr:`~tqadmin.file_access.Access.READ` for a reader (``tqadmin workers``, the dashboard), which writes
+    :attr:`~tqadmin.files.access.Access.READ` for a reader (``tqadmin workers``, the dashboard), which writes
     nothing and reads a file without the store's tables as an empty store."""
 
     def __init__(
@@ -92,7 +92,7 @@ class SQLiteStore(StateStore):
         access: Access = Access.CREATE,
     ) -> SQLiteStore:
         """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; a reader's ``access`` is
-        :attr:`~tqadmin.file_access.Access.READ`, which a file that does not exist stops
+        :attr:`~tqadmin.files.access.Access.READ`, which a file that does not exist stops
         (:class:`~tqadmin.errors.NoDatabase`)."""
         return cls(
             path_of(url), url=url, prefix=prefix, timeout_s=timeout_s, retention=retention, access=access

@@ -52,8 +52,8 @@ _IN_CHUNK = 500  # bound parameters per IN (...): well under SQLite's limit
 
 
 class SQLiteHistory(HistoryStore):
-    """:class:`HistoryStore` in an SQLite file (:class:`~tqadmin.sqlite_file.SQLiteFile`), its rows under
-    the store's prefix as their namespace; a reader's (:attr:`~tqadmin.file_access.Access.READ`) writes
+    """:class:`HistoryStore` in an SQLite file (:class:`~tqadmin.files.sqlite.SQLiteFile`), its rows under
+    the store's prefix as their namespace; a reader's (:attr:`~tqadmin.files.access.Access.READ`) writes
     nothing, and reads a file without the history's tables as an empty history."""
 
     def __init__(

@@ -25,7 +25,7 @@ _COLUMNS = "target, reason, who, since_ms, until_ms"
 
 
 class SQLitePauses(PauseStore):
-    """:class:`PauseStore` in an SQLite file; a reader's (:attr:`~tqadmin.file_access.Access.READ`) writes
+    """:class:`PauseStore` in an SQLite file; a reader's (:attr:`~tqadmin.files.access.Access.READ`) writes
     nothing and reads a file without the table as no pause at all."""
 
     def __init__(
